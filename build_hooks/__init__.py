@@ -1,0 +1,1 @@
+"""MkDocs build hooks: bundle Pyodide and widgets_py, prerender widgets, typeset maths."""

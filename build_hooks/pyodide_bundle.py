@@ -1,0 +1,47 @@
+"""Puts the pinned Pyodide runtime, numpy and a widgets_py bundle into the built site.
+
+The widgets_py bundle is a deterministic zip of the package's source, rebuilt on every
+build from the files on disk (so `mkdocs serve` ships edited widget code); its name
+and sha256 go into each widget page, and the browser refuses a bundle that differs.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+from mkdocs.structure.files import File, Files
+
+from . import assets
+
+PACKAGE = Path(__file__).resolve().parent.parent / "widgets_py"
+SITE_DIR = "pyodide/"  # where the runtime lives in the built site
+BUNDLE_DIR = "assets/tw/"
+
+bundle: dict[str, str] = {}  # {'name': ..., 'sha256': ...} of the current build's bundle
+
+
+def make_bundle(package: Path = PACKAGE) -> bytes:
+    """Zip of every .py file of the package, byte-identical for identical sources."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(package.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            info = zipfile.ZipInfo(str(path.relative_to(package.parent)), date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, path.read_bytes())
+    return out.getvalue()
+
+
+def on_files(files: Files, *, config) -> Files:
+    for name in assets.PINNED:
+        files.append(File.generated(config, SITE_DIR + name, abs_src_path=str(assets.fetch(name))))
+    files.append(File.generated(config, SITE_DIR + "pyodide-lock.json", content=assets.lockfile()))
+    data = make_bundle()
+    digest = assets.sha256(data)
+    bundle.update(name=f"widgets_py-{digest[:12]}.zip", sha256=digest)
+    files.append(File.generated(config, BUNDLE_DIR + bundle["name"], content=data))
+    return files

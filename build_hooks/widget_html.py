@@ -1,0 +1,77 @@
+"""Static HTML of one widget instance: controls, prerendered figure, values and tables.
+
+The page is complete with JavaScript off: controls start disabled and the figure is
+the one CPython computed at build time. The browser host only enables the controls
+and swaps the parts marked here (`.tw-figure`, `[data-value]`, `.tw-tables`).
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from widgets_py import registry
+from widgets_py.params import Param
+
+
+def _attr(value) -> str:
+    return escape(json.dumps(value, ensure_ascii=False, separators=(",", ":")), quote=True)
+
+
+def control(p: Param, value, uid: str) -> str:
+    cid = f"{uid}-{p.name}"
+    help_html = f'<small class="tw-help" id="{cid}-help">{escape(p.help)}</small>' if p.help else ""
+    described = f' aria-describedby="{cid}-help"' if p.help else ""
+    if p.kind == "choice":
+        options = "".join(
+            f'<option value="{escape(v)}"{" selected" if v == value else ""}>{escape(lab)}</option>'
+            for v, lab in p.choices
+        )
+        field = f'<select id="{cid}" name="{p.name}"{described} disabled>{options}</select>'
+        return f'<div class="tw-control"><label for="{cid}">{escape(p.label)}</label>{field}{help_html}</div>'
+    if p.kind == "bool":
+        checked = " checked" if value else ""
+        field = f'<input type="checkbox" id="{cid}" name="{p.name}"{checked}{described} disabled>'
+        return f'<div class="tw-control tw-check">{field}<label for="{cid}">{escape(p.label)}</label>{help_html}</div>'
+    positions = p.positions()
+    index = min(range(len(positions)), key=lambda i: abs(positions[i] - value))
+    labels = [p.display(v) for v in positions]
+    field = (
+        f'<input type="range" id="{cid}" name="{p.name}" min="0" max="{len(positions) - 1}" step="1" '
+        f'value="{index}" data-positions="{_attr(positions)}" data-labels="{_attr(labels)}" '
+        f'aria-valuetext="{escape(p.display(value))}"{described} disabled>'
+    )
+    return (
+        f'<div class="tw-control"><label for="{cid}">{escape(p.label)} '
+        f'<output for="{cid}">{escape(p.display(value))}</output></label>{field}{help_html}</div>'
+    )
+
+
+def widget(name: str, instance: str, params: dict, result: registry.Result) -> str:
+    """One line of HTML (no blank lines, so Markdown leaves it alone)."""
+    w = registry.get(name)
+    uid = f"tw-{instance}"
+    controls = "".join(control(p, params[p.name], uid) for p in w.params)
+    text = registry.formatted(name, result.values)
+    values = "".join(
+        f'<div data-value="{o.name}"><dt>{escape(o.label)}</dt><dd>{escape(text[o.name])}</dd></div>'
+        for o in w.outputs if o.panel
+    )
+    tables = f'<div class="tw-tables">{result.tables}</div>' if result.tables else ""
+    return (
+        f'<div class="tw-widget" id="{uid}" data-widget="{name}" data-instance="{instance}" '
+        f'data-state="static" data-params="{_attr(params)}">'
+        f'<div class="tw-head"><p class="tw-title">{escape(w.title)}</p>'
+        f'<p class="tw-status" role="status" aria-live="polite">Figura calculada en construir la pàgina.</p>'
+        f'<progress class="tw-progress" max="1" value="0" hidden></progress></div>'
+        f'<div class="tw-body"><form class="tw-controls" aria-label="Controls: {escape(w.title)}">{controls}</form>'
+        f'<figure class="tw-figure">{result.figure}</figure>'
+        f'<dl class="tw-values" aria-live="polite">{values}</dl>{tables}</div></div>'
+    )
+
+
+def live_number(ref: str, text: str, params: dict | None) -> str:
+    """A value inside prose: bound to a widget instance (`data-live`) or fixed parameters."""
+    if params is None:
+        return f'<span class="tw-live" data-live="{escape(ref)}">{escape(text)}</span>'
+    return f'<span class="tw-fixed" data-fixed="{escape(ref)}" data-params="{_attr(params)}">{escape(text)}</span>'

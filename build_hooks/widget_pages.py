@@ -1,0 +1,101 @@
+"""Markdown directives that place widgets and live numbers, prerendered in CPython.
+
+    <!-- md:widget roofline batch=8 -->        a widget, on its own line (optional id=NAME)
+    <!-- md:value roofline.tpot_ms -->         a value of that instance, updated live
+    <!-- md:value roofline.tpot_ms batch=1 --> a value at fixed parameters (not live)
+
+HTML comments, like mkdocs-material's own shortcodes, so an unprocessed page still reads.
+Directives inside code spans and fenced blocks are left as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from html import escape
+
+from mkdocs.exceptions import PluginError
+
+from widgets_py import registry
+from widgets_py.params import ParamError
+
+from . import pyodide_bundle
+from .widget_html import live_number, widget
+
+CODE = re.compile(r"(^(```|~~~).*?^\2[ \t]*$|`[^`\n]+`)", re.M | re.S)
+WIDGET = re.compile(r"^<!-- md:widget (.+?) -->[ \t]*$", re.M)
+VALUE = re.compile(r"<!-- md:value (.+?) -->")
+SLOT = '<div class="tw-slot" data-slot="{}"></div>'
+
+_slots: dict[str, list[str]] = {}  # page src_uri -> rendered widget HTML, by slot number
+
+
+def _split(args: str) -> tuple[str, dict[str, str]]:
+    head, *rest = shlex.split(args)
+    pairs = {}
+    for item in rest:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ParamError(f"'{item}' no té la forma clau=valor")
+        pairs[key] = value
+    return head, pairs
+
+
+def _outside_code(markdown: str, fn) -> str:
+    """Apply `fn` to the parts of the text that are not code."""
+    out, last = [], 0
+    for m in CODE.finditer(markdown):
+        out += [fn(markdown[last:m.start()]), m.group(0)]
+        last = m.end()
+    return "".join(out + [fn(markdown[last:])])
+
+
+def on_page_markdown(markdown: str, *, page, config, files) -> str:
+    slots: list[str] = []
+    instances: dict[str, tuple[str, dict, dict]] = {}  # id -> (widget, params, formatted values)
+
+    def place(m: re.Match) -> str:
+        name, pairs = _split(m.group(1))
+        instance = pairs.pop("id", name)
+        if instance in instances:
+            raise ParamError(f"dos widgets amb id '{instance}'; afegeix id=ALTRE al segon")
+        result = registry.run(name, pairs)
+        params = registry.validate_params(name, pairs)
+        instances[instance] = (name, params, registry.formatted(name, result.values))
+        slots.append(widget(name, instance, params, result))
+        return "\n" + SLOT.format(len(slots) - 1) + "\n"
+
+    def value(m: re.Match) -> str:
+        ref, pairs = _split(m.group(1))
+        instance, _, key = ref.rpartition(".")
+        if instance in instances and not pairs:
+            name, _, text = instances[instance]
+            registry.get(name).output(key)
+            return live_number(ref, text[key], None)
+        name, base, _ = instances.get(instance, (instance, {}, None))
+        params = registry.validate_params(name, {**base, **pairs})
+        registry.get(name).output(key)
+        text = registry.formatted(name, registry.run(name, params).values)[key]
+        return live_number(f"{name}.{key}", text, params)
+
+    try:
+        markdown = _outside_code(markdown, lambda part: WIDGET.sub(place, part))
+        markdown = _outside_code(markdown, lambda part: VALUE.sub(value, part))
+    except (ParamError, ValueError) as exc:
+        raise PluginError(f"{page.file.src_uri}: {exc}") from None
+    _slots[page.file.src_uri] = slots
+    return markdown
+
+
+def on_page_content(html: str, *, page, config, files) -> str:
+    slots = _slots.pop(page.file.src_uri, [])
+    for i, rendered in enumerate(slots):
+        tag = SLOT.format(i)
+        if tag not in html:
+            raise PluginError(f"{page.file.src_uri}: widget {i} was lost by Markdown (is it indented?)")
+        html = html.replace(f"<p>{tag}</p>", rendered).replace(tag, rendered)
+    if slots or "tw-live" in html or "tw-fixed" in html:
+        site_config = {"bundle": pyodide_bundle.bundle, "pyodide": pyodide_bundle.SITE_DIR}
+        html += f'<script type="application/json" id="tw-config">{escape(json.dumps(site_config), quote=False)}</script>'
+    return html

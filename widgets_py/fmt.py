@@ -1,0 +1,52 @@
+"""Catalan number formatting, shared by the build-time prerender and the browser.
+
+Catalan writes a decimal comma and a thousands point, and puts a space before units
+and before `%` (`3.350 GB/s`, `77 %`), but not before the multiplication sign (`2,75×`).
+Both the static page and the Pyodide worker format through this module, so a number
+reads the same before and after the page becomes interactive.
+"""
+
+from __future__ import annotations
+
+import math
+
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def number(x: float, decimals: int = 0) -> str:
+    """`1234.5, 1` -> `1.234,5`; non-finite values are shown as a dash."""
+    if x is None or not math.isfinite(x):
+        return "—"
+    s = f"{abs(x):,.{decimals}f}"  # '1,234.5'
+    s = s.replace(",", "\u2009").replace(".", ",").replace("\u2009", ".")
+    return ("−" if x < 0 and float(s.replace(".", "").replace(",", ".")) != 0 else "") + s
+
+
+def si(x: float, decimals: int = 2, unit: str = "") -> str:
+    """`28320, 2` -> `28,32 k`: a metric prefix, then the unit without a space."""
+    if x is None or not math.isfinite(x):
+        return "—"
+    for scale, prefix in _SI:
+        if abs(x) >= scale:
+            return f"{number(x / scale, decimals)} {prefix}{unit}".rstrip()
+    return f"{number(x, decimals)} {unit}".rstrip()
+
+
+def with_unit(x: float, decimals: int, unit: str) -> str:
+    """`3350, 0, 'GB/s'` -> `3.350 GB/s`; `2.75, 2, '×'` -> `2,75×`."""
+    text = number(x, decimals)
+    if not unit or text == "—":
+        return text
+    return f"{text}{unit}" if unit == "×" else f"{text} {unit}"
+
+
+def percent(fraction: float, decimals: int = 0) -> str:
+    """`0.7712` -> `77 %` (the argument is a fraction, not a percentage)."""
+    return with_unit(100.0 * fraction, decimals, "%")
+
+
+def tokens(n: float) -> str:
+    """Context sizes as the chapter writes them: `8192` -> `8 k`, `512` -> `512`."""
+    if n >= 1024 and n % 1024 == 0:
+        return f"{number(n / 1024, 0)} k"
+    return number(n, 0)

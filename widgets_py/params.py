@@ -1,0 +1,149 @@
+"""Declared parameters and outputs of a widget, and the validation of raw input.
+
+A widget declares its controls once, here; the CLI, the build-time prerender and the
+browser all validate through `Param.coerce`, so an out-of-range value is refused the
+same way everywhere, with a message that names the parameter and what it allows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+KINDS = ("int", "float", "choice", "bool")
+
+
+class ParamError(ValueError):
+    """Bad input for a widget: unknown name, wrong type or out of the declared range."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # identifier used in Markdown, the CLI and the URL
+    kind: str  # one of KINDS
+    default: Any  # value used when the page or the caller gives none
+    label: str  # Catalan label shown next to the control
+    min: float | None = None  # inclusive bounds, for int and float
+    max: float | None = None
+    step: float | None = None  # slider step, for int and float
+    ticks: tuple[float, ...] = ()  # slider snaps to these values (e.g. powers of two)
+    choices: tuple[tuple[str, str], ...] = ()  # (value, Catalan label), for choice
+    unit: str = ""  # shown after the value
+    help: str = ""  # one Catalan sentence under the control
+
+    def __post_init__(self) -> None:
+        assert self.kind in KINDS, self.kind
+        if self.kind in ("int", "float"):
+            assert self.min is not None and self.max is not None and self.min <= self.max
+            assert all(self.min <= t <= self.max for t in self.ticks), self.name
+        if self.kind == "choice":
+            assert self.choices and self.default in self.values(), self.name
+        self.coerce(self.default)  # the default itself must be valid
+
+    def values(self) -> list[str]:
+        return [value for value, _ in self.choices]
+
+    def allowed(self) -> str:
+        """Human-readable allowed range, used in every error message."""
+        if self.kind == "choice":
+            return "un de: " + ", ".join(self.values())
+        if self.kind == "bool":
+            return "true o false"
+        return f"{_plain(self.min)}..{_plain(self.max)}" + (" (enter)" if self.kind == "int" else "")
+
+    def coerce(self, raw: Any) -> Any:
+        """Parse `raw` (a string from the CLI or URL, or a JSON value) or raise ParamError."""
+        where = f"paràmetre '{self.name}'"
+        if self.kind == "choice":
+            value = str(raw)
+            if value not in self.values():
+                raise ParamError(f"{where}: {value!r} no és permès; permès: {self.allowed()}")
+            return value
+        if self.kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("true", "1", "yes", "on", "sí"):
+                return True
+            if text in ("false", "0", "no", "off"):
+                return False
+            raise ParamError(f"{where}: {raw!r} no és un booleà; permès: {self.allowed()}")
+        try:
+            number = float(raw)
+        except (TypeError, ValueError):
+            raise ParamError(f"{where}: {raw!r} no és un nombre; permès: {self.allowed()}") from None
+        if not math.isfinite(number) or not (self.min <= number <= self.max):
+            raise ParamError(f"{where}: {raw} és fora del rang; permès: {self.allowed()}")
+        if self.kind == "int":
+            if number != int(number):
+                raise ParamError(f"{where}: {raw} no és enter; permès: {self.allowed()}")
+            return int(number)
+        return number
+
+    def display(self, value: Any) -> str:
+        """Catalan text of a control's value, as shown next to the control."""
+        from . import fmt
+
+        if self.kind == "choice":
+            return dict(self.choices)[value]
+        if self.kind == "bool":
+            return "sí" if value else "no"
+        if self.unit == "tokens":
+            return fmt.tokens(value)
+        decimals = 0 if self.kind == "int" else max(0, -math.floor(math.log10(self.step or 1)))
+        return fmt.with_unit(value, decimals, self.unit)
+
+    def positions(self) -> list[Any]:
+        """Values a slider can take: the ticks, or min..max by step."""
+        if self.ticks:
+            return list(self.ticks)
+        step = self.step or 1
+        count = int(round((self.max - self.min) / step))
+        values = [self.min + i * step for i in range(count + 1)]
+        return [int(v) for v in values] if self.kind == "int" else [round(v, 10) for v in values]
+
+    def describe(self) -> dict[str, Any]:
+        d = {k: v for k, v in asdict(self).items() if v not in ((), "", None)}
+        if self.choices:
+            d["choices"] = [{"value": v, "label": lab} for v, lab in self.choices]
+        return d
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str  # key in the widget's values dict
+    label: str  # Catalan label in the values panel
+    unit: str = ""  # shown after the number ('tok/s', 'ms', '×', '%')
+    decimals: int = 0  # fixed decimals in Catalan formatting
+    style: str = "num"  # 'num', 'si' (metric prefix), 'pct' (fraction shown as %), 'bool', 'text'
+    panel: bool = True  # listed in the widget's values panel (else only for live numbers)
+    extra: dict = field(default_factory=dict)
+
+    def format(self, value: Any) -> str:
+        from . import fmt
+
+        if self.style == "bool":
+            return "sí" if value else "no"
+        if self.style == "text":
+            return str(value)
+        if self.style == "pct":
+            return fmt.percent(value, self.decimals)
+        if self.style == "si":
+            return fmt.si(value, self.decimals, self.unit)
+        return fmt.with_unit(value, self.decimals, self.unit)
+
+
+def validate(params: tuple[Param, ...], raw: dict[str, Any]) -> dict[str, Any]:
+    """Defaults overlaid with `raw`, each value coerced; unknown names are refused."""
+    by_name = {p.name: p for p in params}
+    unknown = sorted(set(raw) - set(by_name))
+    if unknown:
+        raise ParamError(
+            f"paràmetre desconegut '{unknown[0]}'; permesos: {', '.join(by_name) or '(cap)'}"
+        )
+    return {p.name: p.coerce(raw[p.name]) if p.name in raw else p.default for p in params}
+
+
+def _plain(x: float | None) -> str:
+    return str(int(x)) if x is not None and float(x).is_integer() else str(x)
