@@ -69,7 +69,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     ridge = peak / bw
     plot.line([xs[0], ridge, xs[1]], [bw * xs[0], peak, peak], "tw-roof")
     plot.text(plot.x(ridge) + 6, plot.y(peak) - 6, f"pic {fmt.number(peak)} TFLOP/s", "start", "tw-note")
-    plot.text(plot.x(0.15), plot.y(bw * 0.15) - 10, f"{fmt.number(bw * 1e3)} GB/s", "start", "tw-note")
+    plot.text(plot.x(0.12) - 4, plot.y(bw * 0.5) - 4, f"{fmt.number(bw * 1e3)} GB/s", "start", "tw-note")
     points = (
         ("decode, 1 seq.", v["decode_intensity"], "tw-s1"),
         (f"decode, lot de {p['batch']}", v["batch_intensity"], "tw-s2"),

@@ -34,7 +34,7 @@ class Plot:
     width: int = 640
     height: int = 360
     left: int = 64
-    right: int = 16
+    right: int = 30
     top: int = 16
     bottom: int = 48
     x: Scale | None = None
