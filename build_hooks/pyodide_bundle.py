@@ -11,6 +11,7 @@ import io
 import zipfile
 from pathlib import Path
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 from . import assets
@@ -38,7 +39,11 @@ def make_bundle(package: Path = PACKAGE) -> bytes:
 
 def on_files(files: Files, *, config) -> Files:
     for name in assets.PINNED:
-        files.append(File.generated(config, SITE_DIR + name, abs_src_path=str(assets.fetch(name))))
+        try:
+            path = assets.fetch(name)
+        except assets.AssetError as exc:  # one message, no traceback: it says all there is
+            raise PluginError(str(exc)) from None
+        files.append(File.generated(config, SITE_DIR + name, abs_src_path=str(path)))
     files.append(File.generated(config, SITE_DIR + "pyodide-lock.json", content=assets.lockfile()))
     data = make_bundle()
     digest = assets.sha256(data)

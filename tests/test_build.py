@@ -1,0 +1,133 @@
+"""The strict build: prerendered widgets, bundled runtime, no remote origins, fresh code."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from html import unescape
+import pytest
+
+from build_hooks import assets
+from conftest import ROOT
+from widgets_py import formatted, run
+
+pytestmark = pytest.mark.build
+
+WIDGET_PAGES = ["cap15/index.html"]
+
+
+def widget_divs(html: str) -> list[dict]:
+    return [
+        {"name": m.group(1), "instance": m.group(2), "state": m.group(3), "params": json.loads(unescape(m.group(4)))}
+        for m in re.finditer(
+            r'<div class="tw-widget" id="[^"]+" data-widget="([^"]+)" data-instance="([^"]+)" '
+            r'data-state="([^"]+)" data-params="([^"]+)">', html)
+    ]
+
+
+def test_pyodide_runtime_and_numpy_are_in_the_site(site):
+    for name, digest in assets.PINNED.items():
+        assert assets.sha256((site / "pyodide" / name).read_bytes()) == digest, name
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    assert lock["info"]["version"] == assets.PYODIDE_VERSION
+    assert lock["packages"]["numpy"]["sha256"] == assets.PINNED[assets.NUMPY_WHEEL]
+
+
+@pytest.mark.parametrize("page", WIDGET_PAGES)
+def test_widgets_are_prerendered_and_bundle_hash_registered(site, page):
+    html = (site / page).read_text()
+    widgets = widget_divs(html)
+    assert widgets and all(w["state"] == "static" for w in widgets)
+    for w in widgets:
+        result = run(w["name"], w["params"])
+        text = formatted(w["name"], result.values)
+        block = html.split(f'data-instance="{w["instance"]}"', 1)[1]
+        assert "<svg" in block.split("</figure>")[0]
+        for key, shown in re.findall(r'<div data-value="([^"]+)"><dt>[^<]*</dt><dd>([^<]*)</dd>', block)[:5]:
+            assert unescape(shown) == text[key]
+    config = json.loads(unescape(re.search(r'<script type="application/json" id="tw-config">(.+?)</script>', html).group(1)))
+    bundle = site / "assets" / "tw" / config["bundle"]["name"]
+    assert assets.sha256(bundle.read_bytes()) == config["bundle"]["sha256"]
+
+
+def test_every_live_number_equals_cpython(site):
+    checked = 0
+    for page in site.rglob("*.html"):
+        html = page.read_text()
+        instances = {w["instance"]: w for w in widget_divs(html)}
+        for ref, shown in re.findall(r'data-live="([^"]+)">([^<]*)<', html):
+            instance, key = ref.rsplit(".", 1)
+            w = instances[instance]
+            assert unescape(shown) == formatted(w["name"], run(w["name"], w["params"]).values)[key], ref
+            checked += 1
+        for ref, params, shown in re.findall(r'data-fixed="([^"]+)" data-params="([^"]+)">([^<]*)<', html):
+            name, key = ref.rsplit(".", 1)
+            values = run(name, json.loads(unescape(params))).values
+            assert unescape(shown) == formatted(name, values)[key], ref
+            checked += 1
+    assert checked >= 10
+
+
+# Strings in vendored JavaScript that name a CDN but are never requested by our pages;
+# the browser tests prove it by failing on any request that leaves 127.0.0.1.
+DORMANT = {
+    "https://unpkg.com/mermaid": "Material loads Mermaid only for mermaid diagrams; we have none",
+    "https://unpkg.com/resize-observer-polyfill": "Material's polyfill for browsers without ResizeObserver",
+    "https://cdn.jsdelivr.net/pyodide/v": "pyodide.js default indexURL; the worker always passes its own",
+}
+CDN_HOSTS = re.compile(r"https?://(cdn\.|unpkg\.|fonts\.g|ajax\.|cdnjs\.|www\.google|[a-z.]*analytics|[a-z.]*tagmanager)[^\s\"'`)]*")
+LOADS = re.compile(r'<(?:script|img|iframe|source|audio|video|embed|object)\b[^>]*\bsrc="([^"]*)"|<link\b[^>]*\bhref="([^"]*)"', re.I)
+
+
+def test_no_remote_origin_is_referenced(site):
+    for page in site.rglob("*.html"):
+        html = page.read_text()
+        assert 'class="arithmatex"' not in html, f"{page}: a formula was not typeset"
+        for src, href in LOADS.findall(html):
+            url = src or href
+            assert not re.match(r"^(https?:)?//", url), f"{page}: loads {url}"
+    for sheet in site.rglob("*.css"):
+        for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", sheet.read_text()) + re.findall(r"@import\s+['\"]([^'\"]+)", sheet.read_text()):
+            assert not re.match(r"^(https?:)?//", url), f"{sheet}: {url}"
+    for own in (site / "assets" / "tw").glob("*.js"):
+        assert not re.search(r"https?://", own.read_text()), own
+    for script in site.rglob("*.js"):
+        for match in CDN_HOSTS.finditer(script.read_text(errors="replace")):
+            assert any(match.group(0).startswith(d) for d in DORMANT), f"{script}: {match.group(0)}"
+
+
+def test_maths_is_mathml_without_a_renderer(site):
+    html = (site / "cap15" / "index.html").read_text()
+    assert html.count("<math") >= 2 and "katex" not in html.lower() and "mathjax" not in html.lower()
+
+
+def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
+    """What `mkdocs serve` does on an edit: reload the config and build again in-process."""
+    project = tmp_path / "project"
+    for part in ("docs", "widgets_py", "build_hooks", "mkdocs.yml"):
+        src = ROOT / part
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, project / part)
+    script = textwrap.dedent(f"""
+        import re, pathlib
+        from mkdocs.config import load_config
+        from mkdocs.commands.build import build
+        def once(out):
+            build(load_config("mkdocs.yml", site_dir=out))
+            html = pathlib.Path(out, "cap15/index.html").read_text()
+            return re.search(r'<p class="tw-title">([^<]+)', html).group(1), re.search(r'widgets_py-[0-9a-f]+\\.zip', html).group(0)
+        first = once("{tmp_path}/a")
+        path = pathlib.Path("widgets_py/roofline.py")
+        path.write_text(path.read_text().replace('title="Prefill contra decode', 'title="EDITAT Prefill contra decode'))
+        second = once("{tmp_path}/b")
+        print(first, second)
+        assert "EDITAT" not in first[0] and "EDITAT" in second[0], (first, second)
+        assert first[1] != second[1], "the bundle must be rebuilt from the edited code"
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(project), "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
