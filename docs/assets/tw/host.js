@@ -47,6 +47,7 @@
   }
 
   function apply(w, data) {
+    w.dataset.values = JSON.stringify(data.values); // raw numbers, for tests and the curious
     part(w, ".tw-figure").innerHTML = data.figure;
     w.querySelectorAll(".tw-values [data-value]").forEach((row) => {
       row.querySelector("dd").textContent = data.text[row.dataset.value];

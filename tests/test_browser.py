@@ -1,0 +1,139 @@
+"""In Chromium, on 127.0.0.1: widgets become interactive and agree with CPython."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from widgets_py import formatted, run
+
+pytestmark = pytest.mark.browser
+
+PAGE = "cap15/"
+READY = '.tw-widget[data-state="ready"]'
+BOOT_MS = 90_000
+
+
+def dom_params(page, sel: str) -> dict:
+    """The parameters the widget's controls currently show, read as the host reads them."""
+    return page.eval_on_selector(sel, """w => {
+        const p = {};
+        w.querySelectorAll('.tw-controls [name]').forEach(el => {
+            if (el.type === 'checkbox') p[el.name] = el.checked;
+            else if (el.type === 'range') p[el.name] = JSON.parse(el.dataset.positions)[Number(el.value)];
+            else p[el.name] = el.value;
+        });
+        return p;
+    }""")
+
+
+def assert_matches_cpython(page, sel: str) -> None:
+    name = page.get_attribute(sel, "data-widget")
+    instance = page.get_attribute(sel, "data-instance")
+    params = dom_params(page, sel)
+    expected = run(name, params).values
+    shown = json.loads(page.get_attribute(sel, "data-values"))
+    assert shown.keys() == expected.keys()
+    for key, value in expected.items():
+        assert shown[key] == pytest.approx(value, rel=1e-12), key
+    text = formatted(name, expected)
+    for key, dd in page.eval_on_selector_all(f"{sel} .tw-values [data-value]",
+                                             "rows => rows.map(r => [r.dataset.value, r.querySelector('dd').textContent])"):
+        assert dd == text[key], key
+    for ref, live in page.eval_on_selector_all(f'.tw-live[data-live^="{instance}."]',
+                                               "spans => spans.map(s => [s.dataset.live, s.textContent])"):
+        assert live == text[ref.split(".", 1)[1]], ref
+
+
+def wait_idle(page, sel: str) -> None:
+    page.wait_for_function("s => { const w = document.querySelector(s); return w.dataset.state === 'ready' && !w.dataset.busy; }",
+                           arg=sel, timeout=20_000)
+
+
+def test_without_javascript_the_prerendered_page_is_complete(browser, server):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(server + PAGE)
+    widget = page.locator(".tw-widget").first
+    assert widget.get_attribute("data-state") == "static"
+    assert widget.locator("svg").is_visible()
+    assert page.locator('.tw-values [data-value="tpot_ms"] dd').first.text_content() == "42,9 ms"
+    assert page.locator("math").count() >= 2
+    context.close()
+
+
+def test_widget_goes_ready_responds_and_agrees_with_cpython(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    sel = '.tw-widget[data-widget="roofline"]'
+    assert page.get_attribute(sel, "data-state") in ("static", "loading")
+    page.wait_for_selector(READY, timeout=BOOT_MS)
+    assert page.locator(f"{sel} select[name=model]").is_enabled()
+
+    figure = page.inner_html(f"{sel} .tw-figure")
+    tpot = page.text_content(f'{sel} [data-value="tpot_ms"] dd')
+    page.select_option(f"{sel} select[name=model]", "mixtral-8x7b")
+    page.wait_for_function("([s, t]) => document.querySelector(s + ' [data-value=\"tpot_ms\"] dd').textContent !== t",
+                           arg=[sel, tpot], timeout=20_000)
+    wait_idle(page, sel)
+    assert page.inner_html(f"{sel} .tw-figure") != figure
+    assert_matches_cpython(page, sel)
+
+    # keyboard only: focus the batch slider, step it down; the figure and numbers follow
+    figure = page.inner_html(f"{sel} .tw-figure")
+    page.focus(f"{sel} input[name=batch]")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("s => document.querySelector(s).dataset.values && JSON.parse(document.querySelector(s).dataset.values).batch_tps !== undefined", arg=sel)
+    wait_idle(page, sel)
+    assert dom_params(page, sel)["batch"] == 8
+    assert page.text_content(f"{sel} .tw-controls output") is not None
+    assert page.inner_html(f"{sel} .tw-figure") != figure
+    assert_matches_cpython(page, sel)
+
+    origin = server.rstrip("/")
+    leaving = [u for u in watched.requests if not (u.startswith(origin) or u.startswith(("data:", "blob:")))]
+    assert leaving == []
+    assert watched.errors == []
+
+
+def test_latest_change_wins(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    sel = '.tw-widget[data-widget="roofline"]'
+    page.wait_for_selector(READY, timeout=BOOT_MS)
+    page.eval_on_selector(f"{sel} input[name=prompt_tokens]", """el => {
+        for (const v of [0, 3, 7, 11, 2, 13, 5]) { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }
+    }""")
+    wait_idle(page, sel)
+    assert dom_params(page, sel)["prompt_tokens"] == 512
+    assert page.text_content(f"{sel} .tw-controls output >> nth=0") is not None
+    assert_matches_cpython(page, sel)
+    assert watched.errors == []
+
+
+def test_blocked_pyodide_leaves_a_readable_page(watched, server):
+    page = watched.page
+    page.route("**/pyodide/pyodide.js", lambda route: route.abort())
+    page.goto(server + PAGE)
+    sel = '.tw-widget[data-widget="roofline"]'
+    page.wait_for_selector('.tw-widget[data-state="error"]', timeout=BOOT_MS)
+    assert page.locator(f"{sel} .tw-figure svg").is_visible()
+    assert "No s'ha pogut carregar Python" in page.text_content(f"{sel} .tw-status")
+    assert page.text_content(f'{sel} [data-value="tpot_ms"] dd') == "42,9 ms"
+    assert page.locator(f"{sel} select[name=model]").is_disabled()
+    # the rest of the page keeps working: the light/dark toggle still switches
+    scheme = page.get_attribute("body", "data-md-color-scheme")
+    page.click("form[data-md-component=palette] label:visible")
+    assert page.get_attribute("body", "data-md-color-scheme") != scheme
+
+
+def test_built_in_search_finds_chapter_text(watched, server):
+    page = watched.page
+    page.goto(server)
+    page.focus("input.md-search__input")
+    page.keyboard.type("prefill")
+    page.wait_for_selector(".md-search-result__item", timeout=20_000)
+    assert "cap15" in page.get_attribute(".md-search-result__item a", "href")
+    assert watched.errors == []
