@@ -32,7 +32,7 @@ def control(p: Param, value, uid: str) -> str:
     if p.kind == "bool":
         checked = " checked" if value else ""
         field = f'<input type="checkbox" id="{cid}" name="{p.name}"{checked}{described} disabled>'
-        return f'<div class="tw-control tw-check">{field}<label for="{cid}">{escape(p.label)}</label>{help_html}</div>'
+        return f'<div class="tw-control tw-check"><label for="{cid}">{field}{escape(p.label)}</label>{help_html}</div>'
     positions = p.positions()
     index = min(range(len(positions)), key=lambda i: abs(positions[i] - value))
     labels = [p.display(v) for v in positions]

@@ -98,6 +98,41 @@ def test_widget_goes_ready_responds_and_agrees_with_cpython(watched, server):
     assert watched.errors == []
 
 
+# One control per widget to move, and how: a select option or slider steps by keyboard.
+CHANGES = {
+    "roofline": ("select", "gpu", "a100-80gb"),
+    "kv_cache": ("keys", "variability", "ArrowLeft"),
+    "batching": ("keys", "slots", "ArrowLeft"),
+    "cost": ("select", "model", "mixtral-8x7b"),
+}
+
+
+def test_every_widget_responds_and_agrees_with_cpython(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
+                           timeout=BOOT_MS)
+    names = page.eval_on_selector_all(".tw-widget", "ws => ws.map(w => w.dataset.widget)")
+    assert set(CHANGES) <= set(names)
+    for name in names:
+        sel = f'.tw-widget[data-widget="{name}"]'
+        how, control, arg = CHANGES[name]
+        before = page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")
+        if how == "select":
+            page.select_option(f"{sel} [name={control}]", arg)
+        else:
+            page.focus(f"{sel} [name={control}]")
+            page.keyboard.press(arg)
+        page.wait_for_function("s => document.querySelector(s).dataset.values", arg=sel, timeout=20_000)
+        wait_idle(page, sel)
+        assert page.inner_html(f"{sel} .tw-figure") != before[0], name
+        assert page.inner_text(f"{sel} .tw-values") != before[1], name
+        assert_matches_cpython(page, sel)
+    assert watched.errors == []
+    origin = server.rstrip("/")
+    assert [u for u in watched.requests if not u.startswith((origin, "data:", "blob:"))] == []
+
+
 def test_latest_change_wins(watched, server):
     page = watched.page
     page.goto(server + PAGE)

@@ -91,7 +91,7 @@ class Param:
             return "sí" if value else "no"
         if self.unit == "tokens":
             return fmt.tokens(value)
-        decimals = 0 if self.kind == "int" else max(0, -math.floor(math.log10(self.step or 1)))
+        decimals = 0 if self.kind == "int" else len(f"{self.step or 1:g}".partition(".")[2])
         return fmt.with_unit(value, decimals, self.unit)
 
     def positions(self) -> list[Any]:

@@ -1,3 +1,3 @@
 """Imports every widget module so that each registers itself. Add new widgets here."""
 
-from . import roofline  # noqa: F401
+from . import batching, cost, kv_cache, roofline  # noqa: F401

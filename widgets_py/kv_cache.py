@@ -1,0 +1,188 @@
+"""§2 The KV cache in serving: contiguous reservation vs pages, prefix caching, formats.
+
+A stream of sequences fills the cache memory in order. Contiguous allocation must
+reserve the maximum context for each sequence up front (it cannot grow in place);
+paging (PagedAttention, Kwon et al. 2023) allocates fixed-size pages as tokens arrive,
+so only the last page of each sequence is partly empty. Prefix caching shares only
+whole, identical pages counted from the first token.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import fmt
+from .hardware import GPUS, MODELS, param_counts
+from .lengths import long_tail
+from .params import Output, Param
+from .registry import Widget, register
+from .roofline import step_time
+from .svg import Plot
+
+N_SEQUENCES = 300  # simulated sequences in the stream
+DRAWN = 14  # sequences in the figure
+CACHE_FORMATS = {"fp32": ("FP32", 4), "bf16": ("BF16", 2), "fp8": ("FP8 (e4m3)", 1), "int8": ("INT8", 1)}
+TTFT_GPU = "h100-80gb"  # prefill time is the roofline bound on this GPU
+
+
+def sequence_lengths(max_context: int, variability: float, seed: int) -> np.ndarray:
+    """Final lengths of the simulated sequences: at 0 variability all reach the maximum."""
+    rng = np.random.default_rng(seed)
+    return long_tail(rng, N_SEQUENCES, median=0.16 * max_context, sigma=1.1,
+                     lo=1, hi=max_context, variability=variability, constant=max_context)
+
+
+def fill(lengths: np.ndarray, reserve: np.ndarray, capacity_tokens: float) -> dict:
+    """Admit sequences in order while their reservations fit; what is used and wasted."""
+    cum = np.cumsum(reserve)  # [n] tokens reserved after admitting each sequence
+    fit = int(np.searchsorted(cum, capacity_tokens, side="right"))
+    reserved, used = int(cum[fit - 1]) if fit else 0, int(lengths[:fit].sum())
+    return {"fit": fit, "reserved": reserved, "used": used, "waste": 1 - used / reserved if reserved else 0.0}
+
+
+def prefix_caching(prefix: int, suffix: int, requests: int, page: int, variable_head: bool) -> dict:
+    """Prefill tokens with and without reusing a shared prefix's cache pages."""
+    shared = 0 if variable_head else (prefix // page) * page  # whole identical pages only
+    without = requests * (prefix + suffix)
+    with_cache = (prefix + suffix) + (requests - 1) * (prefix + suffix - shared)
+    return {"shared_tokens": shared, "shared_pages": shared // page, "without": without, "with": with_cache,
+            "first": prefix + suffix, "later": prefix + suffix - shared}
+
+
+def kv_cache(model: str, max_context: int, variability: float, page_tokens: int, memory_gb: float,
+             cache_format: str, prefix_tokens: int, suffix_tokens: int, prefix_requests: int,
+             variable_head: bool, seed: int) -> dict:
+    m = MODELS[model]
+    bytes_per_token = m.kv_scalars() * m.n_layers * CACHE_FORMATS[cache_format][1]
+    capacity = memory_gb * 1e9 / bytes_per_token  # tokens the memory holds
+    lengths = sequence_lengths(max_context, variability / 100, seed)  # [n]
+    pages = -(-lengths // page_tokens)  # [n] ceil
+    contiguous = fill(lengths, np.full_like(lengths, max_context), capacity)
+    paged = fill(lengths, pages * page_tokens, capacity)
+    pc = prefix_caching(prefix_tokens, suffix_tokens, prefix_requests, page_tokens, variable_head)
+    g, active = GPUS[TTFT_GPU], param_counts(m)[1]
+
+    def ttft(tokens: int) -> float:
+        return step_time(2.0 * active * tokens, active * 2.0, g.flops_bf16, g.bandwidth)
+
+    return {
+        "len_min": int(lengths.min()), "len_max": int(lengths.max()), "len_mean": float(lengths.mean()),
+        "waste_contiguous": contiguous["waste"], "waste_paged": paged["waste"],
+        "fit_contiguous": contiguous["fit"], "fit_paged": paged["fit"],
+        "reserved_contiguous": contiguous["reserved"], "used_contiguous": contiguous["used"],
+        "reserved_paged": paged["reserved"], "used_paged": paged["used"],
+        "blocks_contiguous": contiguous["fit"], "blocks_paged": int(pages[:paged["fit"]].sum()),
+        "pages_capacity": int(capacity // page_tokens),
+        "bytes_per_token": bytes_per_token, "cache_per_seq_gb": bytes_per_token * max_context / 1e9,
+        "prefill_without": pc["without"], "prefill_with": pc["with"],
+        "prefill_saved": 1 - pc["with"] / pc["without"],
+        "shared_pages": pc["shared_pages"], "shared_tokens": pc["shared_tokens"],
+        "recomputed_prefix": prefix_tokens - pc["shared_tokens"],
+        "ttft_without_ms": 1e3 * ttft(pc["first"]), "ttft_with_ms": 1e3 * ttft(pc["later"]),
+    }
+
+
+def _figure(p: dict, v: dict) -> tuple[str, str]:
+    lengths = sequence_lengths(p["max_context"], p["variability"] / 100, p["seed"])[:DRAWN]
+    page = p["page_tokens"]
+    total = DRAWN * p["max_context"]
+    plot = Plot(height=170, left=12, right=12, top=30, bottom=12).scales((0, total), (0, 1))
+    rows = (("Blocs contigus: cada seqüència reserva el màxim", [p["max_context"]] * DRAWN, 40),
+            (f"Pàgines de {page} tokens: es reserva el que cal", list(-(-lengths // page) * page), 115))
+    for title, reserve, y in rows:
+        x = 0.0
+        used_sum, res_sum = int(lengths.sum()), int(sum(reserve))
+        plot.text(12, y - 8, f"{title} · {fmt.si(used_sum, 1)} de {fmt.si(res_sum, 1)} tokens · "
+                  f"{fmt.percent(1 - used_sum / res_sum)} malbaratat", "start", "tw-note")
+        for n, r in zip(lengths, reserve):
+            x0, x1, xu = plot.x(x), plot.x(x + r), plot.x(x + n)
+            plot.parts.append(f'<rect class="tw-slot-empty" x="{x0}" y="{y}" width="{max(x1 - x0 - 1, 0.5):.2f}" height="26"/>')
+            plot.parts.append(f'<rect class="tw-slot-used" x="{x0}" y="{y}" width="{max(xu - x0 - 1, 0.5):.2f}" height="26"/>')
+            x += r
+    alt = (f"{DRAWN} seqüències a la mateixa escala. Amb blocs contigus se'n malbarata el "
+           f"{fmt.percent(v['waste_contiguous'])} en tot el flux; amb pàgines de {page} tokens, el "
+           f"{fmt.percent(v['waste_paged'], 1)}. Hi caben {v['fit_contiguous']} i {v['fit_paged']} seqüències.")
+    return plot.render("La memòria del cache amb cada mètode", alt), alt
+
+
+def _tables(p: dict, v: dict) -> str:
+    methods = (
+        ("Contigu (reserva el màxim)", "contiguous"),
+        (f"Paginat ({p['page_tokens']} tokens per pàgina)", "paged"),
+    )
+    rows = "".join(
+        f"<tr><td>{name}</td><td>{fmt.si(v['reserved_' + k], 1)}</td><td>{fmt.si(v['used_' + k], 1)}</td>"
+        f"<td>{fmt.percent(v['waste_' + k], 0 if k == 'contiguous' else 1)}</td>"
+        f"<td>{fmt.number(v['blocks_' + k])}</td><td>{v['fit_' + k]}</td></tr>"
+        for name, k in methods
+    )
+    m = MODELS[p["model"]]
+    fmts = ""
+    for key, (label, nbytes) in CACHE_FORMATS.items():
+        per_seq = m.kv_scalars() * m.n_layers * nbytes * p["max_context"]
+        fmts += (f"<tr><td>{label}</td><td>{nbytes}</td><td>{fmt.with_unit(per_seq / 1e9, 2, 'GB')}</td>"
+                 f"<td>{math.floor(p['memory_gb'] * 1e9 / per_seq)}</td></tr>")
+    return (
+        "<table><thead><tr><th>Mètode</th><th>reservat</th><th>fet servir</th><th>malbaratat</th>"
+        f"<th>blocs</th><th>hi caben</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<table><thead><tr><th>Format</th><th>bytes/escalar</th><th>cache a {fmt.tokens(p['max_context'])}</th>"
+        f"<th>seqüències a {fmt.number(p['memory_gb'])} GB</th></tr></thead><tbody>{fmts}</tbody></table>"
+    )
+
+
+PARAMS = (
+    Param("model", "choice", "llama-3-70b", "Model", choices=tuple((k, m.label) for k, m in MODELS.items()),
+          help="Fixa els escalars de cache per token i capa, i les capes."),
+    Param("max_context", "int", 4096, "Context màxim reservat", min=256, max=32768,
+          ticks=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768), unit="tokens",
+          help="El que una seqüència podria arribar a fer servir; el mètode contigu ho reserva sencer."),
+    Param("variability", "int", 100, "Variabilitat de les longituds", min=0, max=100, step=5, unit="%",
+          help="A 0, totes les seqüències arriben al context màxim."),
+    Param("page_tokens", "int", 16, "Tokens per pàgina", min=1, max=256, ticks=(1, 2, 4, 8, 16, 32, 64, 128, 256)),
+    Param("memory_gb", "int", 80, "Memòria per al cache", min=10, max=640, step=10, unit="GB"),
+    Param("cache_format", "choice", "bf16", "Format del cache",
+          choices=tuple((k, lab) for k, (lab, _) in CACHE_FORMATS.items())),
+    Param("prefix_tokens", "int", 2000, "Prefix compartit", min=0, max=8000, step=100, unit="tokens",
+          help="Un system prompt, un document o l'historial d'una conversa."),
+    Param("suffix_tokens", "int", 40, "Tokens propis de cada petició", min=1, max=1000,
+          ticks=(1, 10, 20, 40, 100, 200, 500, 1000)),
+    Param("prefix_requests", "int", 50, "Peticions sobre aquell prefix", min=1, max=500,
+          ticks=(1, 2, 5, 10, 20, 50, 100, 200, 500)),
+    Param("variable_head", "bool", False, "Data i hora al principi del prompt",
+          help="Si el primer token canvia, cap pàgina no coincideix."),
+    Param("seed", "int", 1, "Llavor", min=0, max=999),
+)
+
+OUTPUTS = (
+    Output("waste_contiguous", "malbaratat, contigu", decimals=0, style="pct"),
+    Output("waste_paged", "malbaratat, paginat", decimals=1, style="pct"),
+    Output("fit_contiguous", "seqüències, contigu"),
+    Output("fit_paged", "seqüències, paginat"),
+    Output("blocks_paged", "pàgines en ús"),
+    Output("prefill_saved", "prefill estalviat", decimals=0, style="pct"),
+    Output("ttft_without_ms", "TTFT sense prefix", "ms", 0),
+    Output("ttft_with_ms", "TTFT amb prefix", "ms", 0),
+    Output("len_min", "seqüència més curta", "tokens", panel=False),
+    Output("len_max", "seqüència més llarga", "tokens", panel=False),
+    Output("len_mean", "longitud mitjana", "tokens", panel=False),
+    Output("pages_capacity", "pàgines que hi caben", panel=False),
+    Output("cache_per_seq_gb", "cache per seqüència al màxim", "GB", 2, panel=False),
+    Output("prefill_without", "tokens de prefill sense prefix", decimals=2, style="si", panel=False),
+    Output("prefill_with", "tokens de prefill amb prefix", decimals=2, style="si", panel=False),
+    Output("shared_pages", "pàgines compartides", panel=False),
+    Output("shared_tokens", "tokens compartits", panel=False),
+    Output("recomputed_prefix", "tokens del prefix recalculats", panel=False),
+)
+
+WIDGET = register(Widget(
+    name="kv_cache",
+    title="El KV-cache en serving: fragmentació, pàgines i prefixos",
+    params=PARAMS,
+    outputs=OUTPUTS,
+    compute=kv_cache,
+    figure=_figure,
+    tables=_tables,
+    summary="Simula com s'omple la memòria del cache amb blocs contigus i amb pàgines.",
+))
