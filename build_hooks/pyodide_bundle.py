@@ -1,8 +1,9 @@
 """Puts the pinned Pyodide runtime, numpy and a widgets_py bundle into the built site.
 
-The widgets_py bundle is a deterministic zip of the package's source, rebuilt on every
-build from the files on disk (so `mkdocs serve` ships edited widget code); its name
-and sha256 go into each widget page, and the browser refuses a bundle that differs.
+The widgets_py bundle is a deterministic zip of the package's source, the corpus and the
+pretrained weights, rebuilt on every build from the files on disk (so `mkdocs serve`
+ships edited widget code); its name and sha256 go into each widget page, and the
+browser refuses a bundle that differs.
 """
 
 from __future__ import annotations
@@ -23,17 +24,28 @@ BUNDLE_DIR = "assets/tw/"
 bundle: dict[str, str] = {}  # {'name': ..., 'sha256': ...} of the current build's bundle
 
 
-def make_bundle(package: Path = PACKAGE) -> bytes:
-    """Zip of every .py file of the package, byte-identical for identical sources."""
+def bundle_files(package: Path = PACKAGE) -> dict[str, Path]:
+    """What the browser needs: the package's .py files, the corpus, the trained weights."""
+    from widgets_py import corpus, pretrained
+
+    files = {str(p.relative_to(package.parent)): p for p in sorted(package.rglob("*.py"))
+             if "__pycache__" not in p.parts}
+    files["corpus/ca.txt"] = corpus.PATH
+    weights = pretrained.ensure_all()  # trains only what the cache lacks
+    for p in sorted(weights.glob("*.npz")):
+        files[f"weights/{pretrained.key()}/{p.name}"] = p
+    return files
+
+
+def make_bundle(files: dict[str, Path]) -> bytes:
+    """A zip of `files` (archive name -> path), byte-identical for identical inputs."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for path in sorted(package.rglob("*.py")):
-            if "__pycache__" in path.parts:
-                continue
-            info = zipfile.ZipInfo(str(path.relative_to(package.parent)), date_time=(1980, 1, 1, 0, 0, 0))
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
-            z.writestr(info, path.read_bytes())
+            z.writestr(info, files[name].read_bytes())
     return out.getvalue()
 
 
@@ -45,7 +57,7 @@ def on_files(files: Files, *, config) -> Files:
             raise PluginError(str(exc)) from None
         files.append(File.generated(config, SITE_DIR + name, abs_src_path=str(path)))
     files.append(File.generated(config, SITE_DIR + "pyodide-lock.json", content=assets.lockfile()))
-    data = make_bundle()
+    data = make_bundle(bundle_files())
     digest = assets.sha256(data)
     bundle.update(name=f"widgets_py-{digest[:12]}.zip", sha256=digest)
     files.append(File.generated(config, BUNDLE_DIR + bundle["name"], content=data))

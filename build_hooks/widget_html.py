@@ -58,13 +58,20 @@ def widget(name: str, instance: str, params: dict, result: registry.Result) -> s
         for o in w.outputs if o.panel
     )
     tables = f'<div class="tw-tables">{result.tables}</div>' if result.tables else ""
+    train = (
+        '<div class="tw-train"><button type="button" class="tw-train-start" disabled>Entrena des de zero</button>'
+        '<button type="button" class="tw-train-cancel" hidden>Atura</button>'
+        '<progress class="tw-train-progress" max="1" value="0" hidden></progress>'
+        '<span class="tw-train-status" role="status" aria-live="polite"></span></div>'
+    ) if w.meta.get("trainable") else ""
+    autorun = ' data-autorun="true"' if w.meta.get("measured") else ""
     return (
         f'<div class="tw-widget" id="{uid}" data-widget="{name}" data-instance="{instance}" '
-        f'data-state="static" data-params="{_attr(params)}">'
+        f'data-state="static" data-params="{_attr(params)}"{autorun}>'
         f'<div class="tw-head"><p class="tw-title">{escape(w.title)}</p>'
         f'<p class="tw-status" role="status" aria-live="polite">Figura calculada en construir la pàgina.</p>'
         f'<progress class="tw-progress" max="1" value="0" hidden></progress></div>'
-        f'<div class="tw-body"><form class="tw-controls" aria-label="Controls: {escape(w.title)}">{controls}</form>'
+        f'<div class="tw-body"><form class="tw-controls" aria-label="Controls: {escape(w.title)}">{controls}{train}</form>'
         f'<figure class="tw-figure">{result.figure}</figure>'
         f'<dl class="tw-values" aria-live="polite">{values}</dl>{tables}</div></div>'
     )

@@ -31,6 +31,7 @@ class Param:
     choices: tuple[tuple[str, str], ...] = ()  # (value, Catalan label), for choice
     unit: str = ""  # shown after the value
     help: str = ""  # one Catalan sentence under the control
+    off: Any = None  # a value that means "this method is off", shown as 'apagat'
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
@@ -87,6 +88,8 @@ class Param:
 
         if self.kind == "choice":
             return dict(self.choices)[value]
+        if self.off is not None and value == self.off:
+            return "apagat"
         if self.kind == "bool":
             return "sí" if value else "no"
         if self.unit == "tokens":

@@ -13,6 +13,9 @@
     bootFailed: (why) => `No s'ha pogut carregar Python (${why}). La figura és la calculada en construir la pàgina.`,
     timeout: "Python triga massa a carregar. La figura és la calculada en construir la pàgina.",
     runFailed: (why) => `Error de Python: ${why}. Es manté la figura anterior.`,
+    trainDone: (status) => `Entrenat al navegador: ${status}. Els widgets ja fan servir els pesos nous.`,
+    trainCancelled: "Entrenament aturat; es mantenen els pesos d'abans.",
+    trainFailed: (why) => `L'entrenament ha fallat: ${why}.`,
     file: "Pàgina oberta des del disc: la figura és la precalculada. Per fer-la interactiva, serveix la carpeta del lloc (vegeu el README).",
     unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers). La figura és la precalculada.",
   };
@@ -109,9 +112,13 @@
         loaded = true;
         clearTimeout(timer);
         widgets.forEach((w) => setState(w, "ready", TEXT.ready));
+        if (trainParts) trainParts.start.disabled = false;
+        widgets.filter((w) => w.dataset.autorun).forEach((w) => request(w)); // measurements run here
       } else if (msg.type === "event:error") {
         clearTimeout(timer);
         fail(TEXT.bootFailed(msg.message));
+      } else if (msg.type.startsWith("train:")) {
+        onTraining(msg);
       } else if (msg.type === "result") {
         const w = pending.get(msg.id);
         pending.delete(msg.id);
@@ -137,6 +144,46 @@
       clearTimeout(timer);
       fail(TEXT.bootFailed(event.message || "el worker no arrenca"));
     };
+
+    const trainer = widgets.find((w) => part(w, ".tw-train"));
+    const trainParts = trainer && {
+      start: part(trainer, ".tw-train-start"),
+      cancel: part(trainer, ".tw-train-cancel"),
+      bar: part(trainer, ".tw-train-progress"),
+      status: part(trainer, ".tw-train-status"),
+    };
+    const trainingUi = (running) => {
+      trainParts.start.disabled = running;
+      trainParts.cancel.hidden = !running;
+      trainParts.bar.hidden = !running;
+      trainer.dataset.training = running ? "true" : "";
+    };
+    function onTraining(msg) {
+      if (!trainParts) return;
+      if (msg.type === "train:progress" || msg.type === "train:done") {
+        part(trainer, ".tw-figure").innerHTML = msg.data.figure;
+        trainParts.bar.value = msg.data.step / msg.data.steps;
+        trainParts.status.textContent = msg.data.status;
+        trainer.dataset.trainStep = msg.data.step;
+      }
+      if (msg.type === "train:done") {
+        trainingUi(false);
+        trainParts.status.textContent = TEXT.trainDone(msg.data.status);
+        trainer.dataset.trainElapsed = msg.data.elapsed_s;
+        widgets.forEach((w) => request(w)); // every widget recomputes with the new weights
+      } else if (msg.type === "train:cancelled" || msg.type === "train:error") {
+        trainingUi(false);
+        trainParts.status.textContent = msg.type === "train:error" ? TEXT.trainFailed(msg.error) : TEXT.trainCancelled;
+        request(trainer);
+      }
+    }
+    if (trainParts) {
+      trainParts.start.addEventListener("click", () => {
+        trainingUi(true);
+        worker.postMessage({ type: "train", id: ++nextId, params: readParams(trainer) });
+      });
+      trainParts.cancel.addEventListener("click", () => worker.postMessage({ type: "train:cancel" }));
+    }
 
     widgets.forEach((w) => {
       lane.set(w, { busy: false, next: null });

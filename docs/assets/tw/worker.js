@@ -2,13 +2,18 @@
 // Protocol (after Pyodide's docs/usage/webworker.md and stlite's worker runtime):
 //   host -> worker  {type: "init", root, pyodide, bundle: {name, sha256}}
 //                   {type: "run", id, widget, params}
+//                   {type: "train", id, params} | {type: "train:cancel"}
 //   worker -> host  {type: "event:progress", message, fraction}
 //                   {type: "event:loaded"} | {type: "event:error", message}
 //                   {type: "result", id, ok, data | error}
+//                   {type: "train:progress" | "train:done", id, data}
+//                   {type: "train:cancelled" | "train:error", id, error?}
 "use strict";
 
 let render = null;
+let Trainer = null;
 let booted = null;
+let cancelTraining = false;
 
 const post = (type, extra = {}) => self.postMessage({ type, ...extra });
 const progress = (message, fraction) => post("event:progress", { message, fraction });
@@ -38,7 +43,9 @@ async function boot({ root, pyodide, bundle }) {
   if (!response.ok) throw new Error(`${bundle.name}: HTTP ${response.status}`);
   py.FS.writeFile("/tmp/widgets_py.zip", new Uint8Array(await response.arrayBuffer()));
   py.runPython(INSTALL(bundle.sha256));
-  render = py.pyimport("widgets_py.browser").render;
+  const browser = py.pyimport("widgets_py.browser");
+  render = browser.render;
+  Trainer = browser.Trainer;
   progress("A punt.", 1);
   post("event:loaded");
 }
@@ -58,6 +65,33 @@ self.onmessage = async (event) => {
         return false;
       },
     );
+    return;
+  }
+  if (msg.type === "train:cancel") {
+    cancelTraining = true;
+    return;
+  }
+  if (msg.type === "train") {
+    if (!(await booted)) return;
+    cancelTraining = false;
+    let trainer = null;
+    try {
+      trainer = Trainer(JSON.stringify(msg.params));
+      for (;;) {
+        const data = JSON.parse(trainer.advance(5));
+        post(data.done ? "train:done" : "train:progress", { id: msg.id, data });
+        if (data.done) break;
+        await new Promise((resolve) => setTimeout(resolve, 0)); // let cancels and widget runs in
+        if (cancelTraining) {
+          post("train:cancelled", { id: msg.id });
+          break;
+        }
+      }
+    } catch (error) {
+      post("train:error", { id: msg.id, error: lastLine(error) });
+    } finally {
+      if (trainer) trainer.destroy();
+    }
     return;
   }
   if (msg.type === "run") {

@@ -1,0 +1,217 @@
+"""A tiny decoder-only transformer in numpy: forward, manual backward, KV-cache inference.
+
+Pure functions over a flat parameter dict, after jaymody/picoGPT and karpathy/nanoGPT.
+Positions are fixed sinusoids (no parameters), so inference can run past the training
+context (the §1 clock measures up to 512 tokens); the output head is tied to the
+token embedding. Every layer has `forward(...) -> (out, cache)` and
+`backward(dout, cache) -> grads`, as in llm.c's layernorm.py; `tests/test_gpt.py`
+checks each against finite differences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    vocab: int  # distinct characters of the corpus
+    d: int = 32  # embedding width
+    layers: int = 2  # transformer blocks
+    heads: int = 4  # attention heads (d must divide evenly)
+    context: int = 32  # training window, tokens
+    mlp: int = 4  # MLP hidden width = mlp * d
+
+
+def init(cfg: GPTConfig, seed: int) -> dict[str, np.ndarray]:
+    """GPT-2 style init: N(0, 0.02), residual projections scaled by 1/sqrt(2·layers)."""
+    rng = np.random.default_rng(seed)
+    d, h = cfg.d, cfg.mlp * cfg.d
+    normal = lambda *shape, std=0.02: (std * rng.standard_normal(shape)).astype(np.float32)  # noqa: E731
+    proj_std = 0.02 / np.sqrt(2 * cfg.layers)
+    p = {"wte": normal(cfg.vocab, d)}
+    for i in range(cfg.layers):
+        p |= {
+            f"h{i}.ln1.w": np.ones(d, np.float32), f"h{i}.ln1.b": np.zeros(d, np.float32),
+            f"h{i}.qkv.w": normal(d, 3 * d), f"h{i}.qkv.b": np.zeros(3 * d, np.float32),
+            f"h{i}.proj.w": normal(d, d, std=proj_std), f"h{i}.proj.b": np.zeros(d, np.float32),
+            f"h{i}.ln2.w": np.ones(d, np.float32), f"h{i}.ln2.b": np.zeros(d, np.float32),
+            f"h{i}.fc.w": normal(d, h), f"h{i}.fc.b": np.zeros(h, np.float32),
+            f"h{i}.out.w": normal(h, d, std=proj_std), f"h{i}.out.b": np.zeros(d, np.float32),
+        }
+    return p | {"lnf.w": np.ones(d, np.float32), "lnf.b": np.zeros(d, np.float32)}
+
+
+def n_params(p: dict[str, np.ndarray]) -> int:
+    return sum(v.size for v in p.values())
+
+
+def positions(start: int, count: int, d: int) -> np.ndarray:
+    """Sinusoidal position encodings of positions start..start+count-1: [count, d]."""
+    pos = np.arange(start, start + count, dtype=np.float32)[:, None]  # [T, 1]
+    freq = np.exp(-np.log(10000.0) * np.arange(0, d, 2, dtype=np.float32) / d)  # [d/2]
+    enc = np.empty((count, d), np.float32)
+    enc[:, 0::2], enc[:, 1::2] = np.sin(pos * freq), np.cos(pos * freq)
+    return 0.02 * enc  # small beside the token embeddings, which start at std 0.02
+
+
+# ---- layers: forward(...) -> (out, cache), backward(dout, cache) -> grads --------------
+
+def layernorm(x, w, b, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)  # [..., 1]
+    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)  # [..., 1]
+    norm = (x - mean) * rstd  # [..., C]
+    return norm * w + b, (norm, w, rstd)
+
+
+def layernorm_backward(dout, cache):
+    norm, w, rstd = cache
+    dnorm = dout * w  # [..., C]
+    dx = rstd * (dnorm - dnorm.mean(-1, keepdims=True) - norm * (dnorm * norm).mean(-1, keepdims=True))
+    axes = tuple(range(dout.ndim - 1))
+    return dx, (dout * norm).sum(axes), dout.sum(axes)
+
+
+def linear(x, w, b):
+    return x @ w + b, (x, w)  # [..., C] -> [..., C']
+
+
+def linear_backward(dout, cache):
+    x, w = cache
+    x2, d2 = x.reshape(-1, x.shape[-1]), dout.reshape(-1, dout.shape[-1])
+    # contiguous transposes: Pyodide's numpy has no BLAS, and strided matmuls cost more there
+    return dout @ np.ascontiguousarray(w.T), np.ascontiguousarray(x2.T) @ d2, d2.sum(0)
+
+
+def relu(x):
+    """ReLU, not GPT-2's tanh-GELU: a fifth of the cost in WebAssembly, same quality here."""
+    on = x > 0
+    return x * on, on
+
+
+def relu_backward(dout, on):
+    return dout * on
+
+
+@lru_cache(maxsize=64)
+def causal_mask(tq: int, tk: int, offset: int) -> np.ndarray:
+    """[Tq, Tk] additive mask: 0 where query i may see key j (j <= i + offset), else -inf."""
+    return np.where(np.arange(tk)[None, :] > np.arange(tq)[:, None] + offset, -np.inf, 0.0).astype(np.float32)
+
+
+def attention(q, k, v, causal_offset=0):
+    """q: [B, H, Tq, hs], k, v: [B, H, Tk, hs]; query i sees keys <= i + causal_offset."""
+    tq, tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
+    scores = q @ k.swapaxes(-1, -2)  # [B, H, Tq, Tk]
+    scores *= 1.0 / np.sqrt(hs)
+    scores += causal_mask(tq, tk, causal_offset)  # -inf above the diagonal
+    scores -= scores.max(-1, keepdims=True)
+    att = np.exp(scores, out=scores)
+    att /= att.sum(-1, keepdims=True)  # softmax over keys
+    return att @ v, (q, k, v, att)  # [B, H, Tq, hs]
+
+
+def attention_backward(dout, cache):
+    q, k, v, att = cache
+    datt = dout @ v.swapaxes(-1, -2)  # [B, H, Tq, Tk]
+    dv = att.swapaxes(-1, -2) @ dout
+    dscores = att * (datt - (datt * att).sum(-1, keepdims=True)) / np.sqrt(q.shape[-1]).astype(q.dtype)
+    return dscores @ k, dscores.swapaxes(-1, -2) @ q, dv
+
+
+def split_heads(x, heads):  # [B, T, C] -> [B, H, T, C/H]
+    b, t, c = x.shape
+    return x.reshape(b, t, heads, c // heads).transpose(0, 2, 1, 3)
+
+
+def merge_heads(x):  # [B, H, T, hs] -> [B, T, H*hs]
+    b, h, t, hs = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, t, h * hs)
+
+
+# ---- the model ----------------------------------------------------------------------
+
+def block(p, i, x, heads, kv=None):
+    """One transformer block. kv: (k_past, v_past) [B, H, Tpast, hs] or None."""
+    a, c_ln1 = layernorm(x, p[f"h{i}.ln1.w"], p[f"h{i}.ln1.b"])
+    qkv, c_qkv = linear(a, p[f"h{i}.qkv.w"], p[f"h{i}.qkv.b"])  # [B, T, C] -> [B, T, 3C]
+    q, k, v = (split_heads(t, heads) for t in np.split(qkv, 3, axis=-1))
+    past = 0
+    if kv is not None:
+        past = kv[0].shape[-2]
+        k, v = np.concatenate([kv[0], k], -2), np.concatenate([kv[1], v], -2)
+    y, c_att = attention(q, k, v, causal_offset=past)
+    o, c_proj = linear(merge_heads(y), p[f"h{i}.proj.w"], p[f"h{i}.proj.b"])
+    x = x + o
+    m, c_ln2 = layernorm(x, p[f"h{i}.ln2.w"], p[f"h{i}.ln2.b"])
+    hdn, c_fc = linear(m, p[f"h{i}.fc.w"], p[f"h{i}.fc.b"])  # [B, T, C] -> [B, T, 4C]
+    act, c_relu = relu(hdn)
+    out, c_out = linear(act, p[f"h{i}.out.w"], p[f"h{i}.out.b"])  # [B, T, 4C] -> [B, T, C]
+    return x + out, (k, v), (c_ln1, c_qkv, c_att, c_proj, c_ln2, c_fc, c_relu, c_out)
+
+
+def block_backward(p, i, dx, cache, heads, grads):
+    c_ln1, c_qkv, c_att, c_proj, c_ln2, c_fc, c_relu, c_out = cache
+    dact, grads[f"h{i}.out.w"], grads[f"h{i}.out.b"] = linear_backward(dx, c_out)
+    dm, grads[f"h{i}.fc.w"], grads[f"h{i}.fc.b"] = linear_backward(relu_backward(dact, c_relu), c_fc)
+    dln2, grads[f"h{i}.ln2.w"], grads[f"h{i}.ln2.b"] = layernorm_backward(dm, c_ln2)
+    dx = dx + dln2  # residual
+    dy, grads[f"h{i}.proj.w"], grads[f"h{i}.proj.b"] = linear_backward(dx, c_proj)
+    dq, dk, dv = attention_backward(split_heads(dy, heads), c_att)
+    dqkv = np.concatenate([merge_heads(dq), merge_heads(dk), merge_heads(dv)], -1)
+    da, grads[f"h{i}.qkv.w"], grads[f"h{i}.qkv.b"] = linear_backward(dqkv, c_qkv)
+    dln1, grads[f"h{i}.ln1.w"], grads[f"h{i}.ln1.b"] = layernorm_backward(da, c_ln1)
+    return dx + dln1
+
+
+def forward(p, cfg: GPTConfig, idx, targets=None):
+    """idx: [B, T] int -> logits [B, T, V]; with targets also (mean loss, cache for backward)."""
+    b, t = idx.shape
+    x = p["wte"][idx] + positions(0, t, cfg.d)  # [B, T, C]
+    caches = []
+    for i in range(cfg.layers):
+        x, _, c = block(p, i, x, cfg.heads)
+        caches.append(c)
+    xf, c_lnf = layernorm(x, p["lnf.w"], p["lnf.b"])
+    logits = xf @ p["wte"].T  # [B, T, C] -> [B, T, V], tied head
+    if targets is None:
+        return logits
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))  # log-softmax
+    loss = -np.take_along_axis(logp, targets[..., None], -1).mean()
+    return logits, float(loss), (idx, targets, logp, xf, c_lnf, caches)
+
+
+def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
+    """Gradients of the mean cross-entropy with respect to every parameter."""
+    idx, targets, logp, xf, c_lnf, caches = cache
+    dlogits = np.exp(logp)  # softmax
+    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
+    dlogits /= targets.size  # [B, T, V]
+    grads = {"wte": (dlogits.reshape(-1, cfg.vocab).T @ xf.reshape(-1, cfg.d))}  # tied head
+    dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(dlogits @ p["wte"], c_lnf)
+    for i in reversed(range(cfg.layers)):
+        dx = block_backward(p, i, dx, caches[i], cfg.heads, grads)
+    np.add.at(grads["wte"], idx, dx)  # embedding lookup: accumulate into the rows used
+    return grads
+
+
+# ---- inference with a KV cache --------------------------------------------------------
+
+def extend(p, cfg: GPTConfig, tokens, kv=None):
+    """Run new tokens [T] after a cached past; returns logits [T, V] and the grown cache.
+
+    prefill = extend(tokens, None); one decode step = extend([token], cache). The maths
+    is the training forward's, so prefill + decode equals a full forward (tested).
+    """
+    past = 0 if kv is None else kv[0][0].shape[-2]
+    x = p["wte"][np.asarray(tokens)][None] + positions(past, len(tokens), cfg.d)  # [1, T, C]
+    new = []
+    for i in range(cfg.layers):
+        x, layer_kv, _ = block(p, i, x, cfg.heads, None if kv is None else kv[i])
+        new.append(layer_kv)
+    xf, _ = layernorm(x, p["lnf.w"], p["lnf.b"])
+    return (xf @ p["wte"].T)[0], new  # [T, V]

@@ -1,0 +1,84 @@
+"""Training the mini-GPT: random windows of the corpus, AdamW, a schedule, a held-out loss.
+
+Deterministic from a seed; `train` reports (step, loss) through a callback and stops
+early when `should_stop()` says so, which is how the browser cancels a run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+from . import gpt
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 1500  # optimiser steps
+    batch: int = 16  # windows per step
+    lr: float = 1.5e-2  # peak learning rate
+    warmup: int = 20  # linear warm-up steps, then cosine decay to lr/10
+    weight_decay: float = 0.01  # AdamW, on matrices only
+    seed: int = 1234  # init and batch sampling
+
+
+def lr_at(step: int, tc: TrainConfig) -> float:
+    if step < tc.warmup:
+        return tc.lr * (step + 1) / tc.warmup
+    t = (step - tc.warmup) / max(1, tc.steps - tc.warmup)
+    return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def batch(data: np.ndarray, context: int, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    starts = rng.integers(0, len(data) - context - 1, size)  # [B]
+    idx = starts[:, None] + np.arange(context)  # [B, T]
+    return data[idx], data[idx + 1]
+
+
+def adamw(p, grads, state, lr, tc: TrainConfig, b1=0.9, b2=0.99, eps=1e-8) -> None:
+    """One AdamW update in place; state holds moments and the step count."""
+    state["t"] = t = state.get("t", 0) + 1
+    for k, g in grads.items():
+        m = state.setdefault("m." + k, np.zeros_like(g))
+        v = state.setdefault("v." + k, np.zeros_like(g))
+        m += (1 - b1) * (g - m)
+        v += (1 - b2) * (g * g - v)
+        if p[k].ndim == 2:  # decoupled weight decay, matrices only
+            p[k] *= 1 - lr * tc.weight_decay
+        p[k] -= (lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)).astype(p[k].dtype)
+
+
+def steps(cfg: gpt.GPTConfig, tc: TrainConfig, data: np.ndarray, p=None) -> Iterator[tuple[int, float, dict]]:
+    """Yields (step, training loss, params) after each step: the browser drives this."""
+    rng = np.random.default_rng(tc.seed)
+    p = gpt.init(cfg, tc.seed) if p is None else p
+    state: dict = {}
+    for step in range(tc.steps):
+        x, y = batch(data, cfg.context, tc.batch, rng)
+        _, loss, cache = gpt.forward(p, cfg, x, y)
+        adamw(p, gpt.backward(p, cfg, cache), state, lr_at(step, tc), tc)
+        yield step, loss, p
+
+
+def train(cfg: gpt.GPTConfig, tc: TrainConfig, data: np.ndarray,
+          progress: Callable[[int, float], None] | None = None,
+          should_stop: Callable[[], bool] | None = None) -> tuple[dict, list[float]]:
+    history, p = [], None
+    for step, loss, p in steps(cfg, tc, data):
+        history.append(loss)
+        if progress:
+            progress(step, loss)
+        if should_stop and should_stop():
+            break
+    return p, history
+
+
+def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int = 8192) -> float:
+    """Mean cross-entropy (nats/char) on the first `tokens` of data, in context windows."""
+    n = min(tokens, len(data) - 1) // cfg.context * cfg.context
+    x = data[:n].reshape(-1, cfg.context)  # [N, T]
+    y = data[1:n + 1].reshape(-1, cfg.context)
+    return gpt.forward(p, cfg, x, y)[1]

@@ -1,0 +1,83 @@
+"""Training the mini-GPT, shown: the loss curve against the bigram bound.
+
+At build time the curve is the pretrained model's; in the browser a button retrains the
+model from scratch in the worker (`browser.Trainer`), redrawing this curve as it goes,
+and the result replaces the pretrained weights for every widget of the page.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import corpus, fmt, gpt, pretrained
+from .params import Output, Param
+from .registry import Widget, register
+from .svg import Plot
+from .train import evaluate
+
+
+def smooth(history: list[float], window: int = 20) -> np.ndarray:
+    h = np.asarray(history, np.float64)
+    if len(h) < window:
+        return h
+    kernel = np.ones(window) / window
+    return np.concatenate([h[:window - 1], np.convolve(h, kernel, mode="valid")])  # [n]
+
+
+def curve(history: list[float], steps: int, title: str) -> str:
+    """The training loss so far (smoothed) against the bigram bound, on `steps` of x."""
+    bound = corpus.bigram_bound()
+    top = max(4.6, float(np.max(history)) if history else 4.6)
+    plot = Plot(height=240).scales((0, max(steps, 1)), (1.8, top))
+    plot.axes([0, steps // 2, steps], [2.0, 2.5, 3.0, 3.5, 4.0, 4.5], "passos d'entrenament", "pèrdua (nats)",
+              fmt=lambda t: fmt.number(t, 1 if t < 10 else 0))
+    plot.line([0, steps], [bound, bound], "tw-limit", dash=True)
+    plot.text(plot.x(steps) - 4, plot.y(bound) - 6, f"fita del bigrama: {fmt.number(bound, 2)}", "end", "tw-note")
+    if len(history) > 1:
+        plot.line(np.arange(len(history)), smooth(history), "tw-s2")
+    return plot.render(title, f"Pèrdua d'entrenament després de {len(history)} passos: "
+                              f"{fmt.number(float(smooth(history)[-1]) if history else float('nan'), 3)} nats; "
+                              f"fita del bigrama {fmt.number(bound, 2)}.")
+
+
+def training(steps: int, seed: int) -> dict:
+    cfg, p, history = pretrained.load("mini")
+    heldout = evaluate(p, cfg, corpus.data()[1])
+    return {"params": gpt.n_params(p), "steps_trained": len(history), "heldout_loss": heldout,
+            "bigram": corpus.bigram_bound(), "beats_bigram": heldout < corpus.bigram_bound(),
+            "final_train_loss": float(smooth(history)[-1])}
+
+
+def _figure(p: dict, v: dict) -> tuple[str, str]:
+    _, _, history = pretrained.load("mini")
+    svg = curve(history, len(history), "La corba d'entrenament del mini-GPT")
+    alt = (f"{fmt.number(v['steps_trained'])} passos; pèrdua sobre el text reservat "
+           f"{fmt.number(v['heldout_loss'], 3)} nats, fita del bigrama {fmt.number(v['bigram'], 2)}.")
+    return svg, alt
+
+
+PARAMS = (
+    Param("steps", "int", 500, "Passos de l'entrenament al navegador", min=50, max=1500, step=50,
+          help="Per al botó: quants passos farà l'entrenament des de zero."),
+    Param("seed", "int", 1234, "Llavor de l'entrenament", min=0, max=9999),
+)
+
+OUTPUTS = (
+    Output("params", "paràmetres"),
+    Output("steps_trained", "passos entrenats"),
+    Output("heldout_loss", "pèrdua, text reservat", "nats", 3),
+    Output("bigram", "fita del bigrama", "nats", 2),
+    Output("beats_bigram", "supera el bigrama?", style="bool"),
+    Output("final_train_loss", "pèrdua d'entrenament final", "nats", 3, panel=False),
+)
+
+WIDGET = register(Widget(
+    name="training",
+    title="Entrenar el mini-GPT",
+    params=PARAMS,
+    outputs=OUTPUTS,
+    compute=training,
+    figure=_figure,
+    summary="El mini-GPT que fan servir els widgets, i la seva corba d'entrenament.",
+    meta={"trainable": True},
+))
