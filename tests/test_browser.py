@@ -7,6 +7,7 @@ import json
 import pytest
 
 from widgets_py import formatted, run
+from widgets_py.registry import is_measured
 
 pytestmark = pytest.mark.browser
 
@@ -36,14 +37,16 @@ def assert_matches_cpython(page, sel: str) -> None:
     shown = json.loads(page.get_attribute(sel, "data-values"))
     assert shown.keys() == expected.keys()
     for key, value in expected.items():
-        assert shown[key] == pytest.approx(value, rel=1e-12), key
+        if not is_measured(name, key):
+            # numpy without BLAS (Pyodide) sums float32 products in another order than OpenBLAS
+            assert shown[key] == (pytest.approx(value, rel=1e-5, abs=1e-9) if isinstance(value, float) else value), key
     text = formatted(name, expected)
     for key, dd in page.eval_on_selector_all(f"{sel} .tw-values [data-value]",
                                              "rows => rows.map(r => [r.dataset.value, r.querySelector('dd').textContent])"):
-        assert dd == text[key], key
+        assert is_measured(name, key) or dd == text[key], key
     for ref, live in page.eval_on_selector_all(f'.tw-live[data-live^="{instance}."]',
                                                "spans => spans.map(s => [s.dataset.live, s.textContent])"):
-        assert live == text[ref.split(".", 1)[1]], ref
+        assert is_measured(name, ref.split(".", 1)[1]) or live == text[ref.split(".", 1)[1]], ref
 
 
 def wait_idle(page, sel: str) -> None:
@@ -104,7 +107,12 @@ CHANGES = {
     "kv_cache": ("keys", "variability", "ArrowLeft"),
     "batching": ("keys", "slots", "ArrowLeft"),
     "cost": ("select", "model", "mixtral-8x7b"),
+    "clock": ("keys", "repeats", "ArrowLeft"),
+    "quantize": ("select", "granularity", "tensor"),
+    "speculative": ("select", "coupling", "rejection"),
+    "sampling": ("keys", "top_k", "ArrowRight"),
 }
+STATIC_FIGURE = {"training"}  # its controls only set up the training button (tested below)
 
 
 def test_every_widget_responds_and_agrees_with_cpython(watched, server):
@@ -113,8 +121,8 @@ def test_every_widget_responds_and_agrees_with_cpython(watched, server):
     page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
                            timeout=BOOT_MS)
     names = page.eval_on_selector_all(".tw-widget", "ws => ws.map(w => w.dataset.widget)")
-    assert set(CHANGES) <= set(names)
-    for name in names:
+    assert set(CHANGES) | STATIC_FIGURE == set(names)
+    for name in [n for n in names if n in CHANGES]:
         sel = f'.tw-widget[data-widget="{name}"]'
         how, control, arg = CHANGES[name]
         before = page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")
@@ -172,3 +180,37 @@ def test_built_in_search_finds_chapter_text(watched, server):
     page.wait_for_selector(".md-search-result__item", timeout=20_000)
     assert "cap15" in page.get_attribute(".md-search-result__item a", "href")
     assert watched.errors == []
+
+
+def test_training_in_the_browser_beats_the_bigram_within_a_minute(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    sel = '.tw-widget[data-widget="training"]'
+    page.wait_for_selector(f"{sel}[data-state=ready]", timeout=BOOT_MS)
+    assert page.locator(f"{sel} .tw-train-start").is_enabled()
+    page.click(f"{sel} .tw-train-start")
+    page.wait_for_function("s => Number(document.querySelector(s).dataset.trainStep) >= 20", arg=sel, timeout=30_000)
+    assert page.locator(f"{sel} .tw-train-progress").is_visible()
+    page.wait_for_function("s => document.querySelector(s).dataset.trainElapsed", arg=sel, timeout=120_000)
+    elapsed = float(page.get_attribute(sel, "data-train-elapsed"))
+    wait_idle(page, sel)
+    values = json.loads(page.get_attribute(sel, "data-values"))
+    assert values["steps_trained"] == 500 and values["beats_bigram"]
+    assert values["heldout_loss"] < values["bigram"]
+    assert elapsed < 60, f"in-browser training took {elapsed:.1f} s"
+    assert watched.errors == []
+
+
+def test_training_can_be_cancelled(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    sel = '.tw-widget[data-widget="training"]'
+    page.wait_for_selector(f"{sel}[data-state=ready]", timeout=BOOT_MS)
+    page.click(f"{sel} .tw-train-start")
+    page.wait_for_function("s => Number(document.querySelector(s).dataset.trainStep) >= 10", arg=sel, timeout=30_000)
+    page.click(f"{sel} .tw-train-cancel")
+    page.wait_for_function("s => document.querySelector(s + ' .tw-train-status').textContent.includes('aturat')",
+                           arg=sel, timeout=20_000)
+    wait_idle(page, sel)
+    assert json.loads(page.get_attribute(sel, "data-values"))["steps_trained"] == 1500  # pretrained kept
+    assert page.locator(f"{sel} .tw-train-start").is_enabled()

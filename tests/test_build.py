@@ -15,6 +15,7 @@ import pytest
 from build_hooks import assets
 from conftest import ROOT
 from widgets_py import formatted, run
+from widgets_py.registry import is_measured
 
 pytestmark = pytest.mark.build
 
@@ -26,7 +27,7 @@ def widget_divs(html: str) -> list[dict]:
         {"name": m.group(1), "instance": m.group(2), "state": m.group(3), "params": json.loads(unescape(m.group(4)))}
         for m in re.finditer(
             r'<div class="tw-widget" id="[^"]+" data-widget="([^"]+)" data-instance="([^"]+)" '
-            r'data-state="([^"]+)" data-params="([^"]+)">', html)
+            r'data-state="([^"]+)" data-params="([^"]+)"[^>]*>', html)
     ]
 
 
@@ -49,7 +50,7 @@ def test_widgets_are_prerendered_and_bundle_hash_registered(site, page):
         block = html.split(f'data-instance="{w["instance"]}"', 1)[1]
         assert "<svg" in block.split("</figure>")[0]
         for key, shown in re.findall(r'<div data-value="([^"]+)"><dt>[^<]*</dt><dd>([^<]*)</dd>', block)[:5]:
-            assert unescape(shown) == text[key]
+            assert is_measured(w["name"], key) or unescape(shown) == text[key]
     config = json.loads(unescape(re.search(r'<script type="application/json" id="tw-config">(.+?)</script>', html).group(1)))
     bundle = site / "assets" / "tw" / config["bundle"]["name"]
     assert assets.sha256(bundle.read_bytes()) == config["bundle"]["sha256"]
@@ -63,6 +64,8 @@ def test_every_live_number_equals_cpython(site):
         for ref, shown in re.findall(r'data-live="([^"]+)">([^<]*)<', html):
             instance, key = ref.rsplit(".", 1)
             w = instances[instance]
+            if is_measured(w["name"], key):
+                continue  # a timing: it differs on every run, and the page says where it was measured
             assert unescape(shown) == formatted(w["name"], run(w["name"], w["params"]).values)[key], ref
             checked += 1
         for ref, params, shown in re.findall(r'data-fixed="([^"]+)" data-params="([^"]+)">([^<]*)<', html):
@@ -109,7 +112,7 @@ def test_maths_is_mathml_without_a_renderer(site):
 def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
     """What `mkdocs serve` does on an edit: reload the config and build again in-process."""
     project = tmp_path / "project"
-    for part in ("docs", "widgets_py", "build_hooks", "mkdocs.yml"):
+    for part in ("docs", "widgets_py", "build_hooks", "corpus", "mkdocs.yml"):
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, project / part)
     script = textwrap.dedent(f"""
@@ -119,7 +122,7 @@ def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
         def once(out):
             build(load_config("mkdocs.yml", site_dir=out))
             html = pathlib.Path(out, "cap15/index.html").read_text()
-            return re.search(r'<p class="tw-title">([^<]+)', html).group(1), re.search(r'widgets_py-[0-9a-f]+\\.zip', html).group(0)
+            return re.search(r'data-widget="roofline".*?<p class="tw-title">([^<]+)', html).group(1), re.search(r'widgets_py-[0-9a-f]+\\.zip', html).group(0)
         first = once("{tmp_path}/a")
         path = pathlib.Path("widgets_py/roofline.py")
         path.write_text(path.read_text().replace('title="Prefill contra decode', 'title="EDITAT Prefill contra decode'))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from widgets_py import names, run
+from widgets_py.registry import is_measured
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -17,10 +18,11 @@ GOLDEN = Path(__file__).parent / "golden"
 @pytest.mark.parametrize("name", names())
 def test_default_run_matches_golden_file(name):
     path = GOLDEN / f"{name}.json"
-    values = run(name).values
+    values = {k: v for k, v in run(name).values.items() if not is_measured(name, k)}  # timings vary
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
     pinned = json.loads(path.read_text())
     assert values.keys() == pinned.keys()
     for key, value in pinned.items():
-        assert values[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+        # floats to 1e-6: pretrained weights come from float32 training, summed in BLAS order
+        assert values[key] == (pytest.approx(value, rel=1e-6) if isinstance(value, float) else value), key

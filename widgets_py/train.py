@@ -82,3 +82,11 @@ def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int = 8192) -> flo
     x = data[:n].reshape(-1, cfg.context)  # [N, T]
     y = data[1:n + 1].reshape(-1, cfg.context)
     return gpt.forward(p, cfg, x, y)[1]
+
+
+def flops_per_step(cfg: gpt.GPTConfig, batch_size: int) -> float:
+    """FLOPs of one training step, from the shapes: forward, and backward at twice that."""
+    d, h, t = cfg.d, cfg.mlp * cfg.d, cfg.context
+    matmul = cfg.layers * (d * 3 * d + d * d + 2 * d * h) + d * cfg.vocab  # multiply-adds per token
+    attention = cfg.layers * 2 * d * (t + 1) / 2  # scores and weighted sum, mean over positions
+    return 3 * 2 * (matmul + attention) * batch_size * t
