@@ -47,11 +47,19 @@ def control(p: Param, value, uid: str) -> str:
     )
 
 
-def widget(name: str, instance: str, params: dict, result: registry.Result) -> str:
-    """One line of HTML (no blank lines, so Markdown leaves it alone)."""
+def widget(name: str, instance: str, params: dict, result: registry.Result, shown: list[str] | None = None) -> str:
+    """One line of HTML (no blank lines, so Markdown leaves it alone).
+
+    shown: the parameters that get a control (default: all); the others stay fixed at
+    their value, carried in hidden inputs so the browser recomputes with them.
+    """
     w = registry.get(name)
     uid = f"tw-{instance}"
-    controls = "".join(control(p, params[p.name], uid) for p in w.params)
+    controls = "".join(
+        control(p, params[p.name], uid) if shown is None or p.name in shown
+        else f'<input type="hidden" name="{p.name}" data-json="{_attr(params[p.name])}">'
+        for p in w.params
+    )
     text = registry.formatted(name, result.values)
     values = "".join(
         f'<div data-value="{o.name}"><dt>{escape(o.label)}</dt><dd>{escape(text[o.name])}</dd></div>'

@@ -1,6 +1,7 @@
 """Markdown directives that place widgets and live numbers, prerendered in CPython.
 
-    <!-- md:widget roofline batch=8 -->        a widget, on its own line (optional id=NAME)
+    <!-- md:widget roofline batch=8 -->        a widget, on its own line (optional id=NAME,
+                                               controls=a,b to show only those controls)
     <!-- md:value roofline.tpot_ms -->         a value of that instance, updated live
     <!-- md:value roofline.tpot_ms batch=1 --> a value at fixed parameters (not live)
 
@@ -58,12 +59,17 @@ def on_page_markdown(markdown: str, *, page, config, files) -> str:
     def place(m: re.Match) -> str:
         name, pairs = _split(m.group(1))
         instance = pairs.pop("id", name)
+        shown = pairs.pop("controls").split(",") if "controls" in pairs else None
+        if shown:
+            unknown = sorted(set(shown) - {p.name for p in registry.get(name).params})
+            if unknown:
+                raise ParamError(f"controls: paràmetre desconegut '{unknown[0]}' del widget '{name}'")
         if instance in instances:
             raise ParamError(f"dos widgets amb id '{instance}'; afegeix id=ALTRE al segon")
         result = registry.run(name, pairs)
         params = registry.validate_params(name, pairs)
         instances[instance] = (name, params, registry.formatted(name, result.values))
-        slots.append(widget(name, instance, params, result))
+        slots.append(widget(name, instance, params, result, shown))
         return "\n" + SLOT.format(len(slots) - 1) + "\n"
 
     def value(m: re.Match) -> str:

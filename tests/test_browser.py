@@ -22,6 +22,7 @@ def dom_params(page, sel: str) -> dict:
         const p = {};
         w.querySelectorAll('.tw-controls [name]').forEach(el => {
             if (el.type === 'checkbox') p[el.name] = el.checked;
+            else if (el.type === 'hidden') p[el.name] = JSON.parse(el.dataset.json);
             else if (el.type === 'range') p[el.name] = JSON.parse(el.dataset.positions)[Number(el.value)];
             else p[el.name] = el.value;
         });

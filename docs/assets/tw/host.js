@@ -36,6 +36,7 @@
     const params = {};
     w.querySelectorAll(".tw-controls [name]").forEach((el) => {
       if (el.type === "checkbox") params[el.name] = el.checked;
+      else if (el.type === "hidden") params[el.name] = JSON.parse(el.dataset.json); // fixed by the page
       else if (el.type === "range") params[el.name] = JSON.parse(el.dataset.positions)[Number(el.value)];
       else params[el.name] = el.value;
     });
