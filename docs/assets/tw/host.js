@@ -1,6 +1,11 @@
 // Thin host for the page's widgets: reads controls, posts runs to one Pyodide worker,
 // swaps figure, values and live numbers into the DOM, shows progress and errors.
 // No figure logic lives here: every number and SVG comes from widgets_py.
+//
+// One worker serves every page of a visit: with Material's instant navigation the page
+// is swapped without reloading scripts, `start` runs again for the new widgets, and
+// Python stays warm. A widget's parameters can travel in the URL (?INSTANCE=k:v,k:v),
+// validated here against the page's own controls before any of them is used.
 (() => {
   "use strict";
 
@@ -9,32 +14,37 @@
   const TEXT = {
     loading: "Carregant Python al navegador…",
     ready: "Interactiu: cada canvi es calcula amb Python al teu navegador.",
-    busy: "Calculant…",
     bootFailed: (why) => `No s'ha pogut carregar Python (${why}). La figura és la calculada en construir la pàgina.`,
     timeout: "Python triga massa a carregar. La figura és la calculada en construir la pàgina.",
     runFailed: (why) => `Error de Python: ${why}. Es manté la figura anterior.`,
+    file: "Pàgina oberta des del disc: la figura és la precalculada. Per fer-la interactiva, serveix la carpeta del lloc (vegeu el README).",
+    unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers). La figura és la precalculada.",
     trainDone: (status) => `Entrenat al navegador: ${status}. Els widgets ja fan servir els pesos nous.`,
     trainCancelled: "Entrenament aturat; es mantenen els pesos d'abans.",
     trainFailed: (why) => `L'entrenament ha fallat: ${why}.`,
-    file: "Pàgina oberta des del disc: la figura és la precalculada. Per fer-la interactiva, serveix la carpeta del lloc (vegeu el README).",
-    unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers). La figura és la precalculada.",
+    copy: "Copia l'enllaç",
+    copied: "Enllaç copiat",
+    copyShown: "Copia aquest enllaç:",
+    urlNote: (notes) => `Paràmetres de l'enllaç: ${notes.join("; ")}.`,
+    clamped: (name, from, to) => `${name} ${from} → ${to} (fora del rang permès)`,
+    dropped: (name) => `${name} descartat (no és vàlid aquí)`,
   };
 
   const part = (w, sel) => w.querySelector(sel);
+  const controlsOf = (w) => [...w.querySelectorAll(".tw-controls [name]")];
 
   function setState(w, state, message, enabled = state === "ready") {
     w.dataset.state = state;
     part(w, ".tw-status").textContent = message;
-    const bar = part(w, ".tw-progress");
-    bar.hidden = state !== "loading";
-    w.querySelectorAll(".tw-controls [name]").forEach((el) => {
-      el.disabled = !enabled;
-    });
+    part(w, ".tw-progress").hidden = state !== "loading";
+    controlsOf(w).forEach((el) => (el.disabled = !enabled));
+    const copy = part(w, ".tw-copy");
+    if (copy) copy.disabled = !enabled;
   }
 
   function readParams(w) {
     const params = {};
-    w.querySelectorAll(".tw-controls [name]").forEach((el) => {
+    controlsOf(w).forEach((el) => {
       if (el.type === "checkbox") params[el.name] = el.checked;
       else if (el.type === "hidden") params[el.name] = JSON.parse(el.dataset.json); // fixed by the page
       else if (el.type === "range") params[el.name] = JSON.parse(el.dataset.positions)[Number(el.value)];
@@ -64,9 +74,224 @@
     });
   }
 
+  // ---- shareable state -----------------------------------------------------------------
+
+  function linkFor(w) {
+    const params = readParams(w);
+    const fixed = new Set(controlsOf(w).filter((el) => el.type === "hidden").map((el) => el.name));
+    const pairs = Object.entries(params).filter(([k]) => !fixed.has(k)).map(([k, v]) => `${k}:${encodeURIComponent(v)}`);
+    const url = new URL(location.href);
+    url.search = "";
+    url.searchParams.set(w.dataset.instance, pairs.join(","));
+    url.hash = w.id;
+    return url.href;
+  }
+
+  /** Put the URL's values for this widget into its controls; returns notes on what changed. */
+  function applyUrlState(w) {
+    const raw = new URLSearchParams(location.search).get(w.dataset.instance);
+    if (raw === null) return null;
+    const notes = [];
+    for (const pair of raw.split(",").filter(Boolean)) {
+      const cut = pair.indexOf(":");
+      const name = cut > 0 ? pair.slice(0, cut) : pair;
+      let value;
+      try {
+        value = decodeURIComponent(cut > 0 ? pair.slice(cut + 1) : "");
+      } catch {
+        value = "";
+      }
+      const el = controlsOf(w).find((c) => c.name === name && c.type !== "hidden");
+      if (!el) {
+        notes.push(TEXT.dropped(name));
+      } else if (el.tagName === "SELECT") {
+        if ([...el.options].some((o) => o.value === value)) el.value = value;
+        else notes.push(TEXT.dropped(name));
+      } else if (el.type === "checkbox") {
+        if (value === "true" || value === "false") el.checked = value === "true";
+        else notes.push(TEXT.dropped(name));
+      } else {
+        const number = Number(value);
+        if (value === "" || !Number.isFinite(number)) {
+          notes.push(TEXT.dropped(name));
+          continue;
+        }
+        const positions = JSON.parse(el.dataset.positions);
+        let best = 0;
+        positions.forEach((p, i) => Math.abs(p - number) < Math.abs(positions[best] - number) && (best = i));
+        el.value = String(best);
+        showSlider(el);
+        if (positions[best] !== number) notes.push(TEXT.clamped(name, value, JSON.parse(el.dataset.labels)[best]));
+      }
+    }
+    if (notes.length) {
+      const note = document.createElement("p");
+      note.className = "tw-urlnote";
+      note.setAttribute("role", "note");
+      note.textContent = TEXT.urlNote(notes);
+      part(w, ".tw-head").after(note);
+    }
+    return notes;
+  }
+
+  function addCopyButton(w) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "tw-copy";
+    button.textContent = TEXT.copy;
+    button.disabled = true;
+    button.addEventListener("click", async () => {
+      const url = linkFor(w);
+      w.dataset.link = url;
+      try {
+        await navigator.clipboard.writeText(url);
+        button.textContent = TEXT.copied;
+        setTimeout(() => (button.textContent = TEXT.copy), 2000);
+      } catch {
+        window.prompt(TEXT.copyShown, url); // no clipboard (insecure origin): show it to copy by hand
+      }
+    });
+    part(w, ".tw-controls").append(button);
+  }
+
+  // ---- the worker, shared by every page of the visit ------------------------------------
+
+  let runtime = null; // {worker, bundle, loaded, failure, pending: Map(id -> widget), nextId}
+  let page = null; // {widgets, lane: Map(widget -> {busy, next}), trainer}
+
+  function send(w, params) {
+    const id = ++runtime.nextId;
+    runtime.pending.set(id, w);
+    page.lane.get(w).busy = true;
+    w.dataset.busy = "true";
+    runtime.worker.postMessage({ type: "run", id, widget: w.dataset.widget, params });
+  }
+
+  function request(w) {
+    const params = readParams(w);
+    const lane = page.lane.get(w);
+    if (lane.busy) lane.next = params; // latest change wins; older queued params are dropped
+    else send(w, params);
+  }
+
+  function markReady() {
+    page.widgets.forEach((w) => setState(w, "ready", TEXT.ready));
+    if (page.trainer) page.trainer.parts.start.disabled = false;
+    page.widgets.filter((w) => w.dataset.autorun || w.dataset.fromUrl).forEach((w) => request(w));
+  }
+
+  function fail(message) {
+    runtime.failure = message;
+    runtime.worker.terminate();
+    if (page) page.widgets.forEach((w) => setState(w, "error", message));
+  }
+
+  function onMessage({ data: msg }) {
+    if (msg.type === "event:progress") {
+      page?.widgets.forEach((w) => {
+        if (w.dataset.state !== "loading") return;
+        part(w, ".tw-status").textContent = `${TEXT.loading} ${msg.message}`;
+        part(w, ".tw-progress").value = msg.fraction;
+      });
+    } else if (msg.type === "event:loaded") {
+      runtime.loaded = true;
+      clearTimeout(runtime.timer);
+      if (page) markReady();
+    } else if (msg.type === "event:error") {
+      clearTimeout(runtime.timer);
+      fail(TEXT.bootFailed(msg.message));
+    } else if (msg.type.startsWith("train:")) {
+      onTraining(msg);
+    } else if (msg.type === "result") {
+      const w = runtime.pending.get(msg.id);
+      runtime.pending.delete(msg.id);
+      if (!page || !page.lane.has(w)) return; // the page it belonged to is gone
+      const lane = page.lane.get(w);
+      lane.busy = false;
+      if (lane.next) {
+        const params = lane.next;
+        lane.next = null;
+        send(w, params); // a newer change is waiting: this result is already stale
+        return;
+      }
+      delete w.dataset.busy;
+      if (msg.ok) {
+        apply(w, msg.data);
+        setState(w, "ready", TEXT.ready);
+      } else {
+        setState(w, "error", TEXT.runFailed(msg.error), true); // the controls can undo it
+      }
+    }
+  }
+
+  function getRuntime(config) {
+    if (runtime && runtime.bundle === config.bundle.sha256 && !runtime.failure) return runtime;
+    if (runtime) runtime.worker.terminate();
+    const worker = new Worker(new URL("assets/tw/worker.js", ROOT));
+    runtime = { worker, bundle: config.bundle.sha256, loaded: false, failure: null, pending: new Map(), nextId: 0 };
+    worker.onmessage = onMessage;
+    worker.onerror = (event) => {
+      event.preventDefault();
+      clearTimeout(runtime.timer);
+      fail(TEXT.bootFailed(event.message || "el worker no arrenca"));
+    };
+    runtime.timer = setTimeout(() => runtime.loaded || fail(TEXT.timeout), BOOT_TIMEOUT_MS);
+    worker.postMessage({ type: "init", root: ROOT.href, pyodide: config.pyodide, bundle: config.bundle });
+    return runtime;
+  }
+
+  // ---- training (the widget that has a .tw-train block) ---------------------------------
+
+  function onTraining(msg) {
+    const t = page?.trainer;
+    if (!t) return;
+    const { widget: w, parts } = t;
+    const running = (on) => {
+      parts.start.disabled = on;
+      parts.cancel.hidden = !on;
+      parts.bar.hidden = !on;
+    };
+    if (msg.type === "train:progress" || msg.type === "train:done") {
+      part(w, ".tw-figure").innerHTML = msg.data.figure;
+      parts.bar.value = msg.data.step / msg.data.steps;
+      parts.status.textContent = msg.data.status;
+      w.dataset.trainStep = msg.data.step;
+    }
+    if (msg.type === "train:done") {
+      running(false);
+      parts.status.textContent = TEXT.trainDone(msg.data.status);
+      w.dataset.trainElapsed = msg.data.elapsed_s;
+      page.widgets.forEach((x) => request(x)); // every widget recomputes with the new weights
+    } else if (msg.type === "train:cancelled" || msg.type === "train:error") {
+      running(false);
+      parts.status.textContent = msg.type === "train:error" ? TEXT.trainFailed(msg.error) : TEXT.trainCancelled;
+      request(w);
+    }
+  }
+
+  function setupTrainer(w) {
+    const parts = {
+      start: part(w, ".tw-train-start"),
+      cancel: part(w, ".tw-train-cancel"),
+      bar: part(w, ".tw-train-progress"),
+      status: part(w, ".tw-train-status"),
+    };
+    parts.start.addEventListener("click", () => {
+      parts.start.disabled = true;
+      parts.cancel.hidden = false;
+      parts.bar.hidden = false;
+      runtime.worker.postMessage({ type: "train", id: ++runtime.nextId, params: readParams(w) });
+    });
+    parts.cancel.addEventListener("click", () => runtime.worker.postMessage({ type: "train:cancel" }));
+    return { widget: w, parts };
+  }
+
+  // ---- one page ------------------------------------------------------------------------
+
   function start() {
     const widgets = [...document.querySelectorAll(".tw-widget")];
     const configEl = document.getElementById("tw-config");
+    page = null;
     if (!widgets.length || !configEl) return;
     if (location.protocol === "file:") {
       widgets.forEach((w) => setState(w, "static", TEXT.file));
@@ -77,119 +302,13 @@
       return;
     }
     const config = JSON.parse(configEl.textContent);
-    const worker = new Worker(new URL("assets/tw/worker.js", ROOT));
-    const pending = new Map(); // request id -> widget element
-    const lane = new Map(); // widget element -> {busy, next}: at most one run in flight, the latest queued
-    let nextId = 0;
-    let loaded = false;
-
-    const send = (w, params) => {
-      const id = ++nextId;
-      pending.set(id, w);
-      lane.get(w).busy = true;
-      w.dataset.busy = "true";
-      worker.postMessage({ type: "run", id, widget: w.dataset.widget, params });
-    };
-    const request = (w) => {
-      const params = readParams(w);
-      const l = lane.get(w);
-      if (l.busy) l.next = params; // latest change wins; older queued params are dropped
-      else send(w, params);
-    };
-    const fail = (message) => {
-      worker.terminate();
-      widgets.forEach((w) => setState(w, "error", message));
-    };
-    const timer = setTimeout(() => loaded || fail(TEXT.timeout), BOOT_TIMEOUT_MS);
-
-    worker.onmessage = ({ data: msg }) => {
-      if (msg.type === "event:progress") {
-        widgets.forEach((w) => {
-          if (w.dataset.state !== "loading") return;
-          part(w, ".tw-status").textContent = `${TEXT.loading} ${msg.message}`;
-          part(w, ".tw-progress").value = msg.fraction;
-        });
-      } else if (msg.type === "event:loaded") {
-        loaded = true;
-        clearTimeout(timer);
-        widgets.forEach((w) => setState(w, "ready", TEXT.ready));
-        if (trainParts) trainParts.start.disabled = false;
-        widgets.filter((w) => w.dataset.autorun).forEach((w) => request(w)); // measurements run here
-      } else if (msg.type === "event:error") {
-        clearTimeout(timer);
-        fail(TEXT.bootFailed(msg.message));
-      } else if (msg.type.startsWith("train:")) {
-        onTraining(msg);
-      } else if (msg.type === "result") {
-        const w = pending.get(msg.id);
-        pending.delete(msg.id);
-        const l = lane.get(w);
-        l.busy = false;
-        if (l.next) {
-          const params = l.next;
-          l.next = null;
-          send(w, params); // a newer change is waiting: this result is already stale
-          return;
-        }
-        delete w.dataset.busy;
-        if (msg.ok) {
-          apply(w, msg.data);
-          setState(w, "ready", TEXT.ready);
-        } else {
-          setState(w, "error", TEXT.runFailed(msg.error), true); // the controls can undo it
-        }
-      }
-    };
-    worker.onerror = (event) => {
-      event.preventDefault();
-      clearTimeout(timer);
-      fail(TEXT.bootFailed(event.message || "el worker no arrenca"));
-    };
-
-    const trainer = widgets.find((w) => part(w, ".tw-train"));
-    const trainParts = trainer && {
-      start: part(trainer, ".tw-train-start"),
-      cancel: part(trainer, ".tw-train-cancel"),
-      bar: part(trainer, ".tw-train-progress"),
-      status: part(trainer, ".tw-train-status"),
-    };
-    const trainingUi = (running) => {
-      trainParts.start.disabled = running;
-      trainParts.cancel.hidden = !running;
-      trainParts.bar.hidden = !running;
-      trainer.dataset.training = running ? "true" : "";
-    };
-    function onTraining(msg) {
-      if (!trainParts) return;
-      if (msg.type === "train:progress" || msg.type === "train:done") {
-        part(trainer, ".tw-figure").innerHTML = msg.data.figure;
-        trainParts.bar.value = msg.data.step / msg.data.steps;
-        trainParts.status.textContent = msg.data.status;
-        trainer.dataset.trainStep = msg.data.step;
-      }
-      if (msg.type === "train:done") {
-        trainingUi(false);
-        trainParts.status.textContent = TEXT.trainDone(msg.data.status);
-        trainer.dataset.trainElapsed = msg.data.elapsed_s;
-        widgets.forEach((w) => request(w)); // every widget recomputes with the new weights
-      } else if (msg.type === "train:cancelled" || msg.type === "train:error") {
-        trainingUi(false);
-        trainParts.status.textContent = msg.type === "train:error" ? TEXT.trainFailed(msg.error) : TEXT.trainCancelled;
-        request(trainer);
-      }
-    }
-    if (trainParts) {
-      trainParts.start.addEventListener("click", () => {
-        trainingUi(true);
-        worker.postMessage({ type: "train", id: ++nextId, params: readParams(trainer) });
-      });
-      trainParts.cancel.addEventListener("click", () => worker.postMessage({ type: "train:cancel" }));
-    }
-
+    page = { widgets, lane: new Map(), trainer: null };
+    const rt = getRuntime(config);
     widgets.forEach((w) => {
-      lane.set(w, { busy: false, next: null });
-      setState(w, "loading", TEXT.loading);
-      part(w, ".tw-progress").value = 0;
+      page.lane.set(w, { busy: false, next: null });
+      addCopyButton(w);
+      if (applyUrlState(w) !== null) w.dataset.fromUrl = "true";
+      if (part(w, ".tw-train")) page.trainer = setupTrainer(w);
       const form = part(w, ".tw-controls");
       form.addEventListener("submit", (e) => e.preventDefault());
       form.addEventListener("input", (e) => {
@@ -197,9 +316,20 @@
         request(w);
       });
     });
-    worker.postMessage({ type: "init", root: ROOT.href, pyodide: config.pyodide, bundle: config.bundle });
+    if (rt.failure) widgets.forEach((w) => setState(w, "error", rt.failure));
+    else if (rt.loaded) markReady();
+    else
+      widgets.forEach((w) => {
+        setState(w, "loading", TEXT.loading);
+        part(w, ".tw-progress").value = 0;
+      });
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-  else start();
+  if (window.document$ && typeof window.document$.subscribe === "function") {
+    window.document$.subscribe(() => start()); // Material: first load and every instant navigation
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
 })();

@@ -1,0 +1,152 @@
+// Quizzes and reading checklists: answers checked in the page, progress kept in
+// localStorage so it survives a reload. Markup (written in the chapters' Markdown):
+//   .tw-quiz[data-quiz] > .tw-q[data-q][data-kind=open|number|choice]
+//   number: data-answer, data-tolerance (relative), data-unit; choice: ul.tw-options > li[data-correct]
+//   ul.tw-checklist[data-list] > li[data-item]
+(() => {
+  "use strict";
+
+  const load = (key) => {
+    try {
+      return JSON.parse(localStorage.getItem(key)) || {};
+    } catch {
+      return {}; // storage refused (privacy mode, file://): the page still works, without memory
+    }
+  };
+  const save = (key, value) => {
+    try {
+      localStorage.setItem(key, JSON.stringify(value));
+    } catch {
+      /* not persisted: see load() */
+    }
+  };
+  const parseNumber = (text) => {
+    // Catalan or plain: "68.719.476.736", "68719476736", "6,87e10", "68 719 476 736"
+    let t = text.trim().replace(/[\s\u00a0\u202f]/g, "");
+    if (/^[-+]?\d{1,3}(\.\d{3})+(,\d+)?$/.test(t)) t = t.replace(/\./g, "");
+    t = t.replace(",", ".");
+    return /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(t) ? Number(t) : NaN;
+  };
+  const pct = (x) => `${String(Math.round(x * 1000) / 10).replace(".", ",")} %`;
+
+  function setupQuiz(quiz) {
+    const key = `tw-quiz:${quiz.dataset.quiz}`;
+    const state = load(key);
+    const questions = [...quiz.querySelectorAll(".tw-q")];
+    const progress = document.createElement("p");
+    progress.className = "tw-quiz-progress";
+    progress.setAttribute("role", "status");
+    const reset = document.createElement("button");
+    reset.type = "button";
+    reset.className = "tw-quiz-reset";
+    reset.textContent = "Torna a començar";
+    const bar = document.createElement("div");
+    bar.className = "tw-quiz-bar";
+    bar.append(progress, reset);
+    quiz.prepend(bar);
+
+    const render = () => {
+      const done = questions.filter((q) => state[q.dataset.q]).length;
+      progress.textContent = `${done} de ${questions.length} resoltes`;
+      questions.forEach((q) => q.classList.toggle("tw-solved", Boolean(state[q.dataset.q])));
+    };
+    const solve = (q) => {
+      state[q.dataset.q] = true;
+      save(key, state);
+      render();
+    };
+
+    questions.forEach((q) => {
+      const kind = q.dataset.kind;
+      if (kind === "open") {
+        const details = q.querySelector("details.tw-model");
+        details?.addEventListener("toggle", () => details.open && solve(q));
+      } else if (kind === "number") {
+        const answer = Number(q.dataset.answer);
+        const tolerance = Number(q.dataset.tolerance || 0);
+        const form = document.createElement("form");
+        form.className = "tw-number";
+        const id = `tw-q-${q.dataset.q}`;
+        form.innerHTML =
+          `<label for="${id}">La teva resposta${q.dataset.unit ? ` (${q.dataset.unit})` : ""}</label>` +
+          `<input id="${id}" type="text" inputmode="decimal" autocomplete="off">` +
+          `<button type="submit">Comprova</button><span class="tw-feedback" role="status" aria-live="polite"></span>` +
+          `<small>Marge acceptat: ${pct(tolerance)}</small>`;
+        const feedback = form.querySelector(".tw-feedback");
+        form.addEventListener("submit", (e) => {
+          e.preventDefault();
+          const value = parseNumber(form.querySelector("input").value);
+          if (Number.isNaN(value)) {
+            feedback.textContent = "Escriu un nombre (per exemple 1.234.567 o 1,2e6).";
+            feedback.dataset.ok = "false";
+            return;
+          }
+          const error = Math.abs(value - answer) / Math.abs(answer);
+          const ok = error <= tolerance;
+          feedback.dataset.ok = String(ok);
+          feedback.textContent = ok
+            ? `Correcte: a ${pct(error)} de la resposta, dins del marge del ${pct(tolerance)}.`
+            : `Encara no: et separa un ${pct(error)} de la resposta, i el marge és del ${pct(tolerance)}.`;
+          if (ok) solve(q);
+        });
+        q.append(form);
+      } else if (kind === "choice") {
+        q.querySelectorAll(".tw-options li").forEach((li) => {
+          const button = document.createElement("button");
+          button.type = "button";
+          button.className = "tw-choose";
+          button.append(...li.querySelector(".tw-option").childNodes);
+          li.querySelector(".tw-option").replaceWith(button);
+          button.addEventListener("click", () => {
+            li.classList.add(li.dataset.correct ? "tw-right" : "tw-wrong");
+            li.querySelector(".tw-why").hidden = false;
+            if (li.dataset.correct) solve(q);
+          });
+          li.querySelector(".tw-why").hidden = true;
+        });
+      }
+    });
+    reset.addEventListener("click", () => {
+      Object.keys(state).forEach((k) => delete state[k]);
+      save(key, state);
+      quiz.querySelectorAll(".tw-right, .tw-wrong").forEach((li) => li.classList.remove("tw-right", "tw-wrong"));
+      quiz.querySelectorAll(".tw-why").forEach((why) => (why.hidden = true));
+      quiz.querySelectorAll(".tw-feedback").forEach((f) => (f.textContent = ""));
+      quiz.querySelectorAll("details.tw-model").forEach((d) => (d.open = false));
+      render();
+    });
+    render();
+  }
+
+  function setupChecklist(list) {
+    const key = `tw-list:${list.dataset.list}`;
+    const state = load(key);
+    list.querySelectorAll("li[data-item]").forEach((li) => {
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.id = `tw-${list.dataset.list}-${li.dataset.item}`;
+      box.checked = Boolean(state[li.dataset.item]);
+      const label = document.createElement("label");
+      label.htmlFor = box.id;
+      label.append(...li.childNodes);
+      li.append(box, label);
+      box.addEventListener("change", () => {
+        state[li.dataset.item] = box.checked;
+        save(key, state);
+      });
+    });
+  }
+
+  const start = () => {
+    document.querySelectorAll(".tw-quiz:not([data-ready])").forEach((q) => {
+      q.dataset.ready = "true";
+      setupQuiz(q);
+    });
+    document.querySelectorAll(".tw-checklist:not([data-ready])").forEach((l) => {
+      l.dataset.ready = "true";
+      setupChecklist(l);
+    });
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
