@@ -9,9 +9,11 @@ with the edited widgets and bundles the edited package.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
-CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.widget_pages", "build_hooks.mathml")
+CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.widget_pages", "build_hooks.mathml",
+            "build_hooks.offline", "build_hooks.csp")
 _active: list = []
 
 
@@ -25,6 +27,10 @@ def _fresh_import() -> list:
 
 def _each(event: str):
     return [getattr(m, event) for m in _active if hasattr(m, event)]
+
+
+def on_startup(*, command, dirty):
+    os.environ["TW_MKDOCS_COMMAND"] = command  # 'build' or 'serve': offline.py and csp.py ask
 
 
 def on_config(config):
@@ -50,6 +56,12 @@ def on_page_content(html, *, page, config, files):
     for handler in _each("on_page_content"):
         html = handler(html, page=page, config=config, files=files)
     return html
+
+
+def on_post_page(output, *, page, config):
+    for handler in _each("on_post_page"):
+        output = handler(output, page=page, config=config)
+    return output
 
 
 def on_post_build(*, config):

@@ -85,6 +85,8 @@ class Watched:
 
 @pytest.fixture
 def watched(browser):
-    context = browser.new_context()
+    # page.route cannot see requests a service worker answers: tests that inject failures
+    # need the network path, and the offline test makes its own context with the worker
+    context = browser.new_context(service_workers="block")
     yield Watched(context)
     context.close()

@@ -8,6 +8,7 @@ and the FLOPs it costs. Timings are marked `measured`, so tests never compare th
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -38,13 +39,24 @@ def counts(cfg: gpt.GPTConfig, n_params: int, L: int) -> dict:
     }
 
 
+def one_thread():
+    """Time on one BLAS thread: threads fighting a busy machine for cores distort the
+    prefill far more than the decode. Pyodide's numpy has no BLAS and no threads."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def best_of(fn, repeats: int) -> float:
     """Fastest of `repeats` timings, in seconds: the least disturbed by the machine."""
     times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
+    with one_thread():
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
     return min(times)
 
 

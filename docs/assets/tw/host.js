@@ -81,8 +81,7 @@
     const fixed = new Set(controlsOf(w).filter((el) => el.type === "hidden").map((el) => el.name));
     const pairs = Object.entries(params).filter(([k]) => !fixed.has(k)).map(([k, v]) => `${k}:${encodeURIComponent(v)}`);
     const url = new URL(location.href);
-    url.search = "";
-    url.searchParams.set(w.dataset.instance, pairs.join(","));
+    url.search = `?${encodeURIComponent(w.dataset.instance)}=${pairs.join(",")}`; // readable: ?roofline=batch:8,…
     url.hash = w.id;
     return url.href;
   }
@@ -291,6 +290,8 @@
   function start() {
     const widgets = [...document.querySelectorAll(".tw-widget")];
     const configEl = document.getElementById("tw-config");
+    if (widgets.length && widgets.every((w) => w.dataset.hosted)) return; // this page is set up already
+    widgets.forEach((w) => (w.dataset.hosted = "true"));
     page = null;
     if (!widgets.length || !configEl) return;
     if (location.protocol === "file:") {
@@ -325,11 +326,9 @@
       });
   }
 
-  if (window.document$ && typeof window.document$.subscribe === "function") {
-    window.document$.subscribe(() => start()); // Material: first load and every instant navigation
-  } else if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
-    start();
-  }
+  // Material's document$ reports instant-navigation page swaps (and, over http, the first
+  // page); from file:// it does not replay the first page, hence the DOMContentLoaded path.
+  if (window.document$ && typeof window.document$.subscribe === "function") window.document$.subscribe(() => start());
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();

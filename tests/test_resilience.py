@@ -1,0 +1,168 @@
+"""Offline reading, file://, shareable links, and failure injection, in Chromium."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+
+import pytest
+
+from build_hooks import assets
+
+pytestmark = pytest.mark.browser
+
+PAGE = "cap15/"
+BOOT_MS = 90_000
+ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
+NONE_LOADING = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state !== 'loading')"
+
+
+def test_offline_after_one_visit(browser, server):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server + PAGE)
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.wait_for_function("""async () => {
+        const reg = await navigator.serviceWorker.ready;
+        const keys = await caches.keys();
+        return reg.active && reg.active.state === 'activated' && keys.some(k => k.startsWith('tw-'));
+    }""", timeout=60_000)
+    context.set_offline(True)
+    errors = []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.reload()
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.goto(server)  # another page, and search, with the network cut
+    page.focus("input.md-search__input")
+    page.keyboard.type("prefill")
+    page.wait_for_selector(".md-search-result__item", timeout=20_000)
+    assert errors == []
+    context.close()
+
+
+def test_file_url_is_readable_without_console_errors(browser, site):
+    context = browser.new_context()
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((site / "cap15" / "index.html").as_uri())
+    widgets = page.locator(".tw-widget")
+    assert widgets.count() >= 5
+    for i in range(widgets.count()):
+        w = widgets.nth(i)
+        assert w.get_attribute("data-state") == "static"
+        assert w.locator(".tw-figure svg").count() >= 1
+        assert "serveix la carpeta" in w.locator(".tw-status").text_content()
+    assert page.locator("math").count() >= 2
+    page.click("a.md-logo")  # navigation between pages works from disk
+    assert page.url.startswith("file://") and page.url.endswith(".html")
+    assert errors == []
+    context.close()
+
+
+def test_a_shared_link_restores_a_widget(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    sel = '.tw-widget[data-widget="roofline"]'
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.select_option(f"{sel} [name=model]", "mixtral-8x7b")
+    page.focus(f"{sel} [name=batch]")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("s => document.querySelector(s).dataset.values && !document.querySelector(s).dataset.busy", arg=sel)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click(f"{sel} .tw-copy")
+    page.wait_for_function("s => document.querySelector(s).dataset.link", arg=sel)
+    link = page.get_attribute(sel, "data-link")
+    assert "?roofline=" in link and "model:mixtral-8x7b" in link and "batch:16" in link
+    values = json.loads(page.get_attribute(sel, "data-values"))
+
+    other = page.context.new_page()
+    other.goto(link)
+    other.wait_for_function("s => document.querySelector(s).dataset.values", arg=sel, timeout=BOOT_MS)
+    other.wait_for_function("s => !document.querySelector(s).dataset.busy", arg=sel)
+    assert other.input_value(f"{sel} [name=model]") == "mixtral-8x7b"
+    assert json.loads(other.get_attribute(sel, "data-values")) == values
+    assert other.locator(f"{sel} .tw-urlnote").count() == 0
+
+
+def test_a_tampered_link_is_clamped_with_a_note(watched, server):
+    page = watched.page
+    page.goto(server + PAGE + "?roofline=batch:100000,model:gpt9,colour:red,prompt_tokens:abc")
+    sel = '.tw-widget[data-widget="roofline"]'
+    page.wait_for_function("s => document.querySelector(s).dataset.values", arg=sel, timeout=BOOT_MS)
+    note = page.text_content(f"{sel} .tw-urlnote")
+    assert "batch 100000 → 256" in note
+    for name in ("model", "colour", "prompt_tokens"):
+        assert f"{name} descartat" in note
+    values = json.loads(page.get_attribute(sel, "data-values"))
+    assert page.input_value(f"{sel} [name=model]") == "llama-3-70b"  # the dropped value kept its default
+    assert values["batch_tps"] > 0 and watched.errors == []
+
+
+def expect_failure(page, message: str, timeout=BOOT_MS):
+    page.wait_for_function(NONE_LOADING, timeout=timeout)  # no endless spinner
+    widgets = page.locator(".tw-widget")
+    for i in range(widgets.count()):
+        w = widgets.nth(i)
+        assert w.get_attribute("data-state") == "error"
+        assert w.locator(".tw-figure svg").count() >= 1
+        assert message in w.locator(".tw-status").text_content()
+
+
+def test_numpy_wheel_blocked(watched, server):
+    page = watched.page
+    page.route(f"**/pyodide/{assets.NUMPY_WHEEL}", lambda route: route.abort())
+    page.goto(server + PAGE)
+    expect_failure(page, "No s'ha pogut carregar Python")
+
+
+def test_corrupted_widgets_bundle_is_refused(watched, server, site):
+    page = watched.page
+
+    def corrupt(route):
+        body = bytearray(route.fetch().body())
+        body[len(body) // 2] ^= 0xFF
+        route.fulfill(body=bytes(body), content_type="application/zip")
+
+    page.route("**/assets/tw/widgets_py-*.zip", corrupt)
+    page.goto(server + PAGE)
+    expect_failure(page, "sha256")
+
+
+def test_python_raising_in_one_widget_leaves_the_others_working(watched, server, site):
+    """A bundle whose roofline module raises, served with its own hash: only roofline fails."""
+    bundle = next((site / "assets" / "tw").glob("widgets_py-*.zip"))
+    src = zipfile.ZipFile(bundle)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "widgets_py/roofline.py":
+                data = data.replace(b"    m, g = MODELS[model], GPUS[gpu]\n",
+                                    b"    m, g = MODELS[model], GPUS[gpu]\n    raise RuntimeError('injectat per la prova')\n")
+            z.writestr(item, data)
+    broken = out.getvalue()
+    digest = assets.sha256(broken)
+    page = watched.page
+    page.route(f"**/assets/tw/{bundle.name}", lambda route: route.fulfill(body=broken, content_type="application/zip"))
+
+    def patch_html(route):
+        html = route.fetch().text()
+        html = re.sub(r'"sha256": "[0-9a-f]{64}"', f'"sha256": "{digest}"', html)
+        route.fulfill(body=html, content_type="text/html")
+
+    page.route(re.compile(r".*/cap15/(\?.*)?$"), patch_html)
+    page.goto(server + PAGE)
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.select_option('.tw-widget[data-widget="roofline"] [name=model]', "gpt2-xl")
+    page.select_option('.tw-widget[data-widget="cost"] [name=model]', "gpt2-xl")
+    page.wait_for_function("() => document.querySelector('.tw-widget[data-widget=roofline]').dataset.state === 'error'",
+                           timeout=20_000)
+    roofline = page.locator('.tw-widget[data-widget="roofline"]')
+    assert "injectat per la prova" in roofline.locator(".tw-status").text_content()
+    assert roofline.locator(".tw-figure svg").count() == 1
+    page.wait_for_function("() => document.querySelector('.tw-widget[data-widget=cost]').dataset.values", timeout=20_000)
+    assert page.get_attribute('.tw-widget[data-widget="cost"]', "data-state") == "ready"
