@@ -118,7 +118,8 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
                 spent += take
                 if a[1] == 0:
                     done_now.append(a)
-            decoding = [a for a in active if a[1] == 0 and a not in done_now]
+            started = {id(a) for a in prefilling}  # by identity: entries are compared, not their requests
+            decoding = [a for a in active if id(a) not in started]
             duration = decode_ms + spent * prefill_ms_per_token
             if decoding:
                 run.gaps.append((duration, len(decoding)))
@@ -129,10 +130,11 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
                 a[0].first_token_ms = now
             for a in decoding + done_now:
                 a[2] -= 1
-        for a in [a for a in active if a[2] == 0]:
-            a[0].finish_ms, a[0].finish_iter = now, run.iterations
-            free.append(a[3])
-            active.remove(a)
+        for a in active:
+            if a[2] == 0:
+                a[0].finish_ms, a[0].finish_iter = now, run.iterations
+                free.append(a[3])
+        active = [a for a in active if a[2] > 0]
         free.sort()
     run.end_ms = now
     return run

@@ -1,0 +1,147 @@
+"""The performance budget of the built site, measured side by side in one run.
+
+    .venv/bin/python benchmarks/budget.py
+
+Headless Chromium on 127.0.0.1, a fresh browser context per visit. Prints one table:
+first paint (are the prerendered figures there?), cold time-to-interactive of chapter
+15 beside the bare cost of booting Pyodide + numpy in an empty page (same run, same
+server), time-to-interactive of the second widget page reached by in-site navigation,
+control change -> new figure per widget (median, p95), bytes served for a first and a
+repeat visit, and `mkdocs build` cold (no trained weights cached) and warm.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path  # noqa: E402
+from recompute import MEASURE, p95  # noqa: E402
+
+from build_hooks import assets  # noqa: E402
+
+ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
+BARE_PAGE = """<!doctype html><meta charset="utf-8"><title>bare</title><script>
+const t0 = performance.now();
+const w = new Worker("bare-worker.js");
+w.onmessage = (e) => { document.title = "done"; window.bareMs = performance.now() - t0; };
+</script>"""
+BARE_WORKER = """importScripts("pyodide/pyodide.js");
+(async () => { const py = await loadPyodide({indexURL: new URL("pyodide/", location.href).href});
+  await py.loadPackage("numpy"); py.runPython("import numpy"); postMessage("done"); })();"""
+
+
+class Counting(_Quiet):
+    served = 0
+
+    def copyfile(self, source, outputfile):
+        data = source.read()
+        Counting.served += len(data)
+        outputfile.write(data)
+
+
+def timed_build(dest: Path, cache: Path) -> float:
+    t = time.perf_counter()
+    done = build_site(dest, env={"TEXTBOOK_CACHE": str(cache)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    tmp = Path(tempfile.mkdtemp())
+    cache = tmp / "cache"
+    shutil.copytree(assets.cache_dir(), cache / assets.cache_dir().name)  # Pyodide files only: no weights
+    build_cold = timed_build(tmp / "site", cache)
+    build_warm = timed_build(tmp / "site", cache)
+    site = tmp / "site"
+    (site / "bare.html").write_text(BARE_PAGE)
+    (site / "bare-worker.js").write_text(BARE_WORKER)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Counting, directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_port}/"
+    rows: list[tuple[str, str]] = []
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+
+        ctx = browser.new_context(service_workers="block")
+        page = ctx.new_page()
+        page.goto(base + "bare.html")
+        page.wait_for_function("() => window.bareMs", timeout=120_000)
+        bare_ms = page.evaluate("window.bareMs")
+        ctx.close()
+
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        Counting.served = 0
+        t0 = time.perf_counter()
+        page.goto(base + "cap15/index.html", wait_until="domcontentloaded")
+        blank = page.evaluate("() => [...document.querySelectorAll('.tw-widget')].filter(w => !w.querySelector('.tw-figure svg')).length")
+        fcp = page.evaluate("() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null")
+        page.wait_for_function(ALL_READY, timeout=180_000)
+        tti_ms = 1e3 * (time.perf_counter() - t0)
+        page.wait_for_function("async () => (await navigator.serviceWorker.ready).active.state === 'activated'", timeout=120_000)
+        page.wait_for_timeout(3000)  # let the precache finish
+        first_bytes = Counting.served
+
+        recompute = []
+        for name, _ in page.eval_on_selector_all(".tw-widget", "ws => ws.map(w => [w.dataset.widget, 0])"):
+            sel = f'.tw-widget[data-widget="{name}"]'
+            control = page.eval_on_selector(f"{sel} .tw-controls", """f => {
+                const el = [...f.querySelectorAll('[name]')].find(e => e.type === 'range' || e.tagName === 'SELECT');
+                return el ? [el.name, el.tagName === 'SELECT' ? [...el.options].map(o => o.value) : null, el.value, el.max] : null;
+            }""")
+            if not control:
+                continue
+            key, options, current, top = control
+            other = next(o for o in options if o != current) if options else ("0" if current != "0" else top)
+            times = page.evaluate(MEASURE, [sel, key, [other, current] * 10])
+            recompute.append((name, statistics.median(times), p95(times)))
+
+        t1 = time.perf_counter()
+        page.click("a[href$='sense-formules.html'] >> visible=true")
+        page.wait_for_url("**/sense-formules.html")
+        page.wait_for_function(ALL_READY, timeout=120_000)
+        second_ms = 1e3 * (time.perf_counter() - t1)
+
+        Counting.served = 0
+        page.goto(base + "cap15/index.html")
+        page.wait_for_function(ALL_READY, timeout=120_000)
+        repeat_bytes = Counting.served
+        browser.close()
+    httpd.shutdown()
+
+    rows += [
+        ("first paint: widgets without a prerendered figure", f"{blank} (first contentful paint {fcp:.0f} ms)" if fcp else f"{blank}"),
+        ("bare Pyodide + numpy boot, empty page", f"{bare_ms / 1e3:.2f} s"),
+        ("chapter 15 cold time-to-interactive", f"{tti_ms / 1e3:.2f} s  ({tti_ms / bare_ms:.2f}× the bare boot; target ≤ 1,3×)"),
+        ("second widget page by in-site navigation", f"{second_ms / 1e3:.2f} s  (Python kept warm)"),
+    ]
+    rows += [(f"control change → figure, {n}", f"median {m:.0f} ms, p95 {q:.0f} ms") for n, m, q in recompute]
+    rows += [
+        ("bytes served, first visit (incl. offline precache)", f"{first_bytes / 1e6:.1f} MB"),
+        ("bytes served, repeat visit", f"{repeat_bytes / 1e3:.1f} kB"),
+        ("mkdocs build, cold (trains the mini-GPTs)", f"{build_cold:.1f} s"),
+        ("mkdocs build, warm caches", f"{build_warm:.1f} s"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()
