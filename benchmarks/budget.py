@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path  # noqa: E402
+from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path, free_port  # noqa: E402
 from recompute import MEASURE, p95  # noqa: E402
 
 from build_hooks import assets  # noqa: E402
@@ -52,9 +52,9 @@ class Counting(_Quiet):
         outputfile.write(data)
 
 
-def timed_build(dest: Path, cache: Path) -> float:
+def timed_build(dest: Path, cache: Path, port: int) -> float:
     t = time.perf_counter()
-    done = build_site(dest, env={"TEXTBOOK_CACHE": str(cache)})
+    done = build_site(dest, env={"TEXTBOOK_CACHE": str(cache), "TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
     assert done.returncode == 0, done.stderr[-2000:]
     return time.perf_counter() - t
 
@@ -63,13 +63,14 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp())
     cache = tmp / "cache"
     shutil.copytree(assets.cache_dir(), cache / assets.cache_dir().name)  # Pyodide files only: no weights
-    build_cold = timed_build(tmp / "site", cache)
-    build_warm = timed_build(tmp / "site", cache)
+    port = free_port()
+    build_cold = timed_build(tmp / "site", cache, port)
+    build_warm = timed_build(tmp / "site", cache, port)
     site = tmp / "site"
     (site / "bare.html").write_text(BARE_PAGE)
     (site / "bare-worker.js").write_text(BARE_WORKER)
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Counting, directory=str(site)))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Counting, directory=str(site)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_port}/"
     rows: list[tuple[str, str]] = []

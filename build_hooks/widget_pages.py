@@ -103,5 +103,7 @@ def on_page_content(html: str, *, page, config, files) -> str:
         html = html.replace(f"<p>{tag}</p>", rendered).replace(tag, rendered)
     if slots or "tw-live" in html or "tw-fixed" in html:
         site_config = {"bundle": pyodide_bundle.bundle, "pyodide": pyodide_bundle.SITE_DIR}
-        html += f'<script type="application/json" id="tw-config">{escape(json.dumps(site_config), quote=False)}</script>'
+        # a data attribute, not a <script type="application/json">: Material's instant
+        # navigation re-creates the scripts of a new page, and would run this one as JS
+        html += f'<div id="tw-config" hidden data-config="{escape(json.dumps(site_config), quote=True)}"></div>'
     return html

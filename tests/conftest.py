@@ -6,6 +6,7 @@ import functools
 import http.server
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -27,10 +28,23 @@ def build_site(dest: Path, project: Path = ROOT, env: dict | None = None) -> sub
     )
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Path:
+def port() -> int:
+    """The test server's port, known before the build: Material's instant navigation
+    matches links against sitemap.xml, whose URLs carry site_url's port."""
+    return free_port()
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, port) -> Path:
     dest = tmp_path_factory.mktemp("site")
-    done = build_site(dest)
+    done = build_site(dest, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
     assert done.returncode == 0, done.stderr[-3000:]
     return dest
 
@@ -43,8 +57,8 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="session")
-def server(site):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+def server(site, port):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(_Quiet, directory=str(site)))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_port}/"

@@ -151,7 +151,7 @@ def test_python_raising_in_one_widget_leaves_the_others_working(watched, server,
 
     def patch_html(route):
         html = route.fetch().text()
-        html = re.sub(r'"sha256": "[0-9a-f]{64}"', f'"sha256": "{digest}"', html)
+        html = re.sub(r'&quot;sha256&quot;: &quot;[0-9a-f]{64}&quot;', f'&quot;sha256&quot;: &quot;{digest}&quot;', html)
         route.fulfill(body=html, content_type="text/html")
 
     page.route(re.compile(r".*/cap15/(\?.*)?$"), patch_html)
@@ -166,3 +166,28 @@ def test_python_raising_in_one_widget_leaves_the_others_working(watched, server,
     assert roofline.locator(".tw-figure svg").count() == 1
     page.wait_for_function("() => document.querySelector('.tw-widget[data-widget=cost]').dataset.values", timeout=20_000)
     assert page.get_attribute('.tw-widget[data-widget="cost"]', "data-state") == "ready"
+
+
+def test_second_widget_page_is_interactive_fast_with_python_kept_warm(watched, server):
+    import time
+
+    page = watched.page
+    t0 = time.perf_counter()
+    page.goto(server + "cap15/index.html")
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    first = time.perf_counter() - t0
+    page.evaluate("window.__samePage = true")  # survives an instant navigation, not a reload
+    t1 = time.perf_counter()
+    page.click(".tw-twin >> nth=0")
+    page.wait_for_url("**/sense-formules.html#dues-fases")
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    second = time.perf_counter() - t1
+    assert page.evaluate("window.__samePage === true"), "the swap reloaded the page: Python went cold"
+    assert page.locator(".tw-widget").count() >= 5
+    assert second < first / 3, (first, second)
+    sel = '.tw-widget[data-widget="batching"]'
+    page.focus(f"{sel} [name=slots]")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("s => document.querySelector(s).dataset.values && !document.querySelector(s).dataset.busy",
+                           arg=sel, timeout=20_000)
+    assert watched.errors == []

@@ -291,9 +291,9 @@
     const widgets = [...document.querySelectorAll(".tw-widget")];
     const configEl = document.getElementById("tw-config");
     if (widgets.length && widgets.every((w) => w.dataset.hosted)) return; // this page is set up already
-    widgets.forEach((w) => (w.dataset.hosted = "true"));
     page = null;
     if (!widgets.length || !configEl) return;
+    widgets.forEach((w) => (w.dataset.hosted = "true"));
     if (location.protocol === "file:") {
       widgets.forEach((w) => setState(w, "static", TEXT.file));
       return;
@@ -302,7 +302,7 @@
       widgets.forEach((w) => setState(w, "error", TEXT.unsupported));
       return;
     }
-    const config = JSON.parse(configEl.textContent);
+    const config = JSON.parse(configEl.dataset.config);
     page = { widgets, lane: new Map(), trainer: null };
     const rt = getRuntime(config);
     widgets.forEach((w) => {
