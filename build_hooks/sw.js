@@ -10,7 +10,8 @@ self.addEventListener("install", (event) => {
   event.waitUntil(
     caches
       .open(CACHE)
-      .then((cache) => cache.addAll(FILES.map((f) => new Request(f, { cache: "reload" }))))
+      // "no-cache": revalidate with the server, so files the page just loaded cost a 304
+      .then((cache) => cache.addAll(FILES.map((f) => new Request(f, { cache: "no-cache" }))))
       .then(() => self.skipWaiting()),
   );
 });

@@ -175,6 +175,7 @@
 
   function markReady() {
     page.widgets.forEach((w) => setState(w, "ready", TEXT.ready));
+    document.dispatchEvent(new Event("tw:idle")); // offline.js may now precache the site
     if (page.trainer) page.trainer.parts.start.disabled = false;
     page.widgets.filter((w) => w.dataset.autorun || w.dataset.fromUrl).forEach((w) => request(w));
   }
@@ -183,6 +184,7 @@
     runtime.failure = message;
     runtime.worker.terminate();
     if (page) page.widgets.forEach((w) => setState(w, "error", message));
+    document.dispatchEvent(new Event("tw:idle"));
   }
 
   function onMessage({ data: msg }) {
