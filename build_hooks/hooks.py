@@ -13,7 +13,7 @@ import os
 import sys
 
 CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.widget_pages", "build_hooks.mathml",
-            "build_hooks.csp", "build_hooks.offline")  # offline last: it hashes the final files
+            "build_hooks.csp", "build_hooks.offline")  # csp after every <script> is in; offline last
 _active: list = []
 
 

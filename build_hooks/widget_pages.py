@@ -107,3 +107,14 @@ def on_page_content(html: str, *, page, config, files) -> str:
         # navigation re-creates the scripts of a new page, and would run this one as JS
         html += f'<div id="tw-config" hidden data-config="{escape(json.dumps(site_config), quote=True)}"></div>'
     return html
+
+
+def on_post_page(output: str, *, page, config) -> str:
+    """Pages with widgets start Python from <head> (assets/tw/boot.js), before the body parses."""
+    if 'id="tw-config"' not in output:
+        return output
+    root = "../" * page.url.count("/")
+    site_config = {"bundle": pyodide_bundle.bundle, "pyodide": pyodide_bundle.SITE_DIR}
+    tag = (f'<script src="{root}assets/tw/boot.js" '
+           f'data-config="{escape(json.dumps(site_config), quote=True)}"></script>')
+    return output.replace("</title>", "</title>" + tag, 1)

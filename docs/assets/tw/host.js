@@ -228,7 +228,11 @@
   function getRuntime(config) {
     if (runtime && runtime.bundle === config.bundle.sha256 && !runtime.failure) return runtime;
     if (runtime) runtime.worker.terminate();
-    const worker = new Worker(new URL("assets/tw/worker.js", ROOT));
+    const boot = window.__twBoot; // started by boot.js from <head>, if this page had it
+    window.__twBoot = null;
+    const adopt = boot && boot.config.bundle.sha256 === config.bundle.sha256;
+    if (boot && !adopt) boot.worker.terminate();
+    const worker = adopt ? boot.worker : new Worker(new URL("assets/tw/worker.js", ROOT));
     runtime = { worker, bundle: config.bundle.sha256, loaded: false, failure: null, pending: new Map(), nextId: 0 };
     worker.onmessage = onMessage;
     worker.onerror = (event) => {
@@ -237,7 +241,8 @@
       fail(TEXT.bootFailed(event.message || "el worker no arrenca"));
     };
     runtime.timer = setTimeout(() => runtime.loaded || fail(TEXT.timeout), BOOT_TIMEOUT_MS);
-    worker.postMessage({ type: "init", root: ROOT.href, pyodide: config.pyodide, bundle: config.bundle });
+    if (adopt) queueMicrotask(() => boot.buffer.forEach(onMessage)); // after `page` is set
+    else worker.postMessage({ type: "init", root: ROOT.href, pyodide: config.pyodide, bundle: config.bundle });
     return runtime;
   }
 
