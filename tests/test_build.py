@@ -135,3 +135,15 @@ def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(project), "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_every_page_has_a_same_origin_content_security_policy(site):
+    for page in site.rglob("*.html"):
+        html = page.read_text()
+        csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
+        assert csp, f"{page}: no CSP"
+        policy = csp.group(1)
+        assert "default-src 'self'" in policy and "'unsafe-inline'" not in policy.split("style-src")[0]
+        assert not re.search(r"https?:|\*", policy), f"{page}: CSP names another origin"
+        # inline scripts run only by their sha256: a CSP violation would be a console error,
+        # which the browser tests forbid on every page they visit
