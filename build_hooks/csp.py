@@ -19,6 +19,11 @@ POLICY = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval' {hashes}; st
           "object-src 'none'; base-uri 'self'; form-action 'self'")
 
 
+def on_post_template(output: str, *, template_name: str, config) -> str:
+    """Static templates such as 404.html get the same policy."""
+    return on_post_page(output, page=None, config=config) if template_name.endswith(".html") else output
+
+
 def on_post_page(output: str, *, page, config) -> str:
     if serving():
         return output

@@ -64,6 +64,12 @@ def on_post_page(output, *, page, config):
     return output
 
 
+def on_post_template(output_content, *, template_name, config):
+    for handler in _each("on_post_template"):
+        output_content = handler(output_content, template_name=template_name, config=config)
+    return output_content
+
+
 def on_post_build(*, config):
     for handler in _each("on_post_build"):
         handler(config=config)
