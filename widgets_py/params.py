@@ -8,7 +8,7 @@ same way everywhere, with a message that names the parameter and what it allows.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 KINDS = ("int", "float", "choice", "bool")
@@ -121,7 +121,6 @@ class Output:
     decimals: int = 0  # fixed decimals in Catalan formatting
     style: str = "num"  # 'num', 'si' (metric prefix), 'pct' (fraction shown as %), 'bool', 'text'
     panel: bool = True  # listed in the widget's values panel (else only for live numbers)
-    extra: dict = field(default_factory=dict)
 
     def format(self, value: Any) -> str:
         from . import fmt
