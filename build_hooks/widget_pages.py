@@ -32,6 +32,24 @@ SLOT = '<div class="tw-slot" data-slot="{}"></div>'
 _slots: dict[str, list[str]] = {}  # page src_uri -> rendered widget HTML, by slot number
 
 
+_fixed: dict[str, tuple[dict, dict]] = {}  # one build's fixed-parameter runs, by widget and params
+
+
+def fixed_values(name: str, raw: dict) -> tuple[dict, dict]:
+    """(params, Catalan text of the values) at fixed parameters: numbers only, no figure,
+    each distinct call computed once per build (module state is reset with the hooks)."""
+    params = registry.validate_params(name, raw)
+    key = name + json.dumps(params, sort_keys=True)
+    if key not in _fixed:
+        _fixed[key] = params, registry.formatted(name, registry.compute(name, params)[1])
+    return _fixed[key]
+
+
+def site_config() -> dict:
+    """What the browser needs to boot: the pinned runtime's folder and the bundle's name and hash."""
+    return {"bundle": pyodide_bundle.bundle, "pyodide": pyodide_bundle.SITE_DIR}
+
+
 def _split(args: str) -> tuple[str, dict[str, str]]:
     head, *rest = shlex.split(args)
     pairs = {}
@@ -66,8 +84,8 @@ def on_page_markdown(markdown: str, *, page, config, files) -> str:
                 raise ParamError(f"controls: paràmetre desconegut '{unknown[0]}' del widget '{name}'")
         if instance in instances:
             raise ParamError(f"dos widgets amb id '{instance}'; afegeix id=ALTRE al segon")
-        result = registry.run(name, pairs)
         params = registry.validate_params(name, pairs)
+        result = registry.run(name, params)
         instances[instance] = (name, params, registry.formatted(name, result.values))
         slots.append(widget(name, instance, params, result, shown))
         return "\n" + SLOT.format(len(slots) - 1) + "\n"
@@ -80,10 +98,9 @@ def on_page_markdown(markdown: str, *, page, config, files) -> str:
             registry.get(name).output(key)
             return live_number(ref, text[key], None)
         name, base, _ = instances.get(instance, (instance, {}, None))
-        params = registry.validate_params(name, {**base, **pairs})
         registry.get(name).output(key)
-        text = registry.formatted(name, registry.run(name, params).values)[key]
-        return live_number(f"{name}.{key}", text, params)
+        params, text = fixed_values(name, {**base, **pairs})
+        return live_number(f"{name}.{key}", text[key], params)
 
     try:
         markdown = _outside_code(markdown, lambda part: WIDGET.sub(place, part))
@@ -102,10 +119,9 @@ def on_page_content(html: str, *, page, config, files) -> str:
             raise PluginError(f"{page.file.src_uri}: widget {i} was lost by Markdown (is it indented?)")
         html = html.replace(f"<p>{tag}</p>", rendered).replace(tag, rendered)
     if slots or "tw-live" in html or "tw-fixed" in html:
-        site_config = {"bundle": pyodide_bundle.bundle, "pyodide": pyodide_bundle.SITE_DIR}
         # a data attribute, not a <script type="application/json">: Material's instant
         # navigation re-creates the scripts of a new page, and would run this one as JS
-        html += f'<div id="tw-config" hidden data-config="{escape(json.dumps(site_config), quote=True)}"></div>'
+        html += f'<div id="tw-config" hidden data-config="{escape(json.dumps(site_config()), quote=True)}"></div>'
     return html
 
 
@@ -114,7 +130,6 @@ def on_post_page(output: str, *, page, config) -> str:
     if 'id="tw-config"' not in output:
         return output
     root = "../" * page.url.count("/")
-    site_config = {"bundle": pyodide_bundle.bundle, "pyodide": pyodide_bundle.SITE_DIR}
     tag = (f'<script src="{root}assets/tw/boot.js" '
-           f'data-config="{escape(json.dumps(site_config), quote=True)}"></script>')
+           f'data-config="{escape(json.dumps(site_config()), quote=True)}"></script>')
     return output.replace("</title>", "</title>" + tag, 1)

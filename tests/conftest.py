@@ -93,8 +93,7 @@ class Watched:
         self.requests: list[str] = []
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        context.on("request", lambda r: self.requests.append(r.url))  # worker requests too
+        context.on("request", lambda r: self.requests.append(r.url))  # the page's and its workers'
 
 
 @pytest.fixture

@@ -183,14 +183,23 @@ def test_built_in_search_finds_chapter_text(watched, server):
     assert watched.errors == []
 
 
+TRAINING = '.tw-widget[data-widget="training"]'
+
+
+def start_training(page, server, steps_seen: int) -> str:
+    """Open the chapter, press "Entrena des de zero", wait for `steps_seen` steps."""
+    page.goto(server + PAGE)
+    page.wait_for_selector(f"{TRAINING}[data-state=ready]", timeout=BOOT_MS)
+    assert page.locator(f"{TRAINING} .tw-train-start").is_enabled()
+    page.click(f"{TRAINING} .tw-train-start")
+    page.wait_for_function("([s, n]) => Number(document.querySelector(s).dataset.trainStep) >= n",
+                           arg=[TRAINING, steps_seen], timeout=30_000)
+    return TRAINING
+
+
 def test_training_in_the_browser_beats_the_bigram_within_a_minute(watched, server):
     page = watched.page
-    page.goto(server + PAGE)
-    sel = '.tw-widget[data-widget="training"]'
-    page.wait_for_selector(f"{sel}[data-state=ready]", timeout=BOOT_MS)
-    assert page.locator(f"{sel} .tw-train-start").is_enabled()
-    page.click(f"{sel} .tw-train-start")
-    page.wait_for_function("s => Number(document.querySelector(s).dataset.trainStep) >= 20", arg=sel, timeout=30_000)
+    sel = start_training(page, server, 20)
     assert page.locator(f"{sel} .tw-train-progress").is_visible()
     page.wait_for_function("s => document.querySelector(s).dataset.trainElapsed", arg=sel, timeout=120_000)
     elapsed = float(page.get_attribute(sel, "data-train-elapsed"))
@@ -204,11 +213,7 @@ def test_training_in_the_browser_beats_the_bigram_within_a_minute(watched, serve
 
 def test_training_can_be_cancelled(watched, server):
     page = watched.page
-    page.goto(server + PAGE)
-    sel = '.tw-widget[data-widget="training"]'
-    page.wait_for_selector(f"{sel}[data-state=ready]", timeout=BOOT_MS)
-    page.click(f"{sel} .tw-train-start")
-    page.wait_for_function("s => Number(document.querySelector(s).dataset.trainStep) >= 10", arg=sel, timeout=30_000)
+    sel = start_training(page, server, 10)
     page.click(f"{sel} .tw-train-cancel")
     page.wait_for_function("s => document.querySelector(s + ' .tw-train-status').textContent.includes('aturat')",
                            arg=sel, timeout=20_000)

@@ -29,8 +29,7 @@ def runtime() -> str:
 
 def counts(cfg: gpt.GPTConfig, n_params: int, L: int) -> dict:
     """Weight bytes and FLOPs per token, from the shapes (matmuls and attention)."""
-    d, h = cfg.d, cfg.mlp * cfg.d
-    matmul = cfg.layers * (d * 3 * d + d * d + 2 * d * h) + d * cfg.vocab  # multiply-adds per token
+    d, matmul = cfg.d, gpt.macs_per_token(cfg)
     attn_decode = cfg.layers * 2 * d * L  # scores and weighted sum over L keys
     attn_prefill = cfg.layers * 2 * d * (L + 1) / 2  # token t sees t keys: mean (L+1)/2
     return {

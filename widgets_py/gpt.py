@@ -49,6 +49,12 @@ def n_params(p: dict[str, np.ndarray]) -> int:
     return sum(v.size for v in p.values())
 
 
+def macs_per_token(cfg: GPTConfig) -> int:
+    """Multiply-adds of the weight matmuls for one token: qkv, proj, MLP, tied head."""
+    d, h = cfg.d, cfg.mlp * cfg.d
+    return cfg.layers * (d * 3 * d + d * d + 2 * d * h) + d * cfg.vocab
+
+
 def positions(start: int, count: int, d: int) -> np.ndarray:
     """Sinusoidal position encodings of positions start..start+count-1: [count, d]."""
     pos = np.arange(start, start + count, dtype=np.float32)[:, None]  # [T, 1]

@@ -55,12 +55,20 @@ def cache_dir() -> Path:
 
 
 _override: dict[str, tuple[dict, list[float]]] = {}
+_generation = 0  # bumped whenever weights are replaced
 
 
 def override(name: str, params: dict, history: list[float]) -> None:
     """Use these weights for `name` from now on (the browser's retraining)."""
+    global _generation
     _override[name] = (params, list(history))
+    _generation += 1
     load.cache_clear()
+
+
+def generation() -> int:
+    """Part of the key of any cache of model outputs: it changes when weights do."""
+    return _generation
 
 
 def to_npz(params: dict, history: list[float]) -> bytes:

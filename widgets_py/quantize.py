@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import corpus, fmt, gpt, pretrained
+from . import corpus, fmt, pretrained
 from .params import Output, Param
 from .registry import Widget, register
 from .svg import Plot

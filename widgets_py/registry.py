@@ -73,8 +73,8 @@ def names() -> list[str]:
     return sorted(REGISTRY)
 
 
-def run(name: str, raw: dict[str, Any] | None = None) -> Result:
-    """Validate `raw` against the widget's declared parameters, compute, and draw."""
+def compute(name: str, raw: dict[str, Any] | None = None) -> tuple[dict, dict]:
+    """(validated params, named values): the numbers alone, without drawing the figure."""
     widget = get(name)
     params = validate(widget.params, raw or {})
     values = {k: _plain(v) for k, v in widget.compute(**params).items()}
@@ -83,6 +83,13 @@ def run(name: str, raw: dict[str, Any] | None = None) -> Result:
     for key, value in values.items():
         if isinstance(value, float):
             assert math.isfinite(value), f"{name}: output '{key}' is not finite ({value})"
+    return params, values
+
+
+def run(name: str, raw: dict[str, Any] | None = None) -> Result:
+    """Validate `raw` against the widget's declared parameters, compute, and draw."""
+    widget = get(name)
+    params, values = compute(name, raw)
     svg, alt = widget.figure(params, values)
     tables = widget.tables(params, values) if widget.tables else ""
     return Result(values=values, figure=svg, alt=alt, tables=tables)

@@ -11,6 +11,8 @@ A verification is one forward of the target over the k proposed tokens (`gpt.ext
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from . import corpus, fmt, gpt, pretrained
@@ -103,9 +105,16 @@ def prompt_tokens() -> np.ndarray:
     return corpus.data()[1][:PROMPT_CHARS]
 
 
+@lru_cache(maxsize=8)
+def speculated(tokens: int, k: int, coupling: str, draft_every: str, temperature: float, seed: int,
+               generation: int) -> dict:
+    """One speculative run, shared by the values and the figure (keyed by the weights' generation)."""
+    return speculate(list(prompt_tokens()), tokens, k, coupling, f"draft-{draft_every}", temperature, seed)
+
+
 def speculative(k: int, coupling: str, draft_every: str, temperature: float, tokens: int, seed: int) -> dict:
     prompt = list(prompt_tokens())
-    run = speculate(prompt, tokens, k, coupling, f"draft-{draft_every}", temperature, seed)
+    run = speculated(tokens, k, coupling, draft_every, temperature, seed, pretrained.generation())
     alone = target_alone(prompt, tokens, temperature, seed)
     return {
         "target_passes": run["passes"], "draft_steps": run["proposed"],
@@ -121,8 +130,8 @@ MARKS = {"accepted": ("tw-s3", "acceptat"), "rejected": ("tw-cut", "rebutjat"),
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
-    run = speculate(list(prompt_tokens()), p["tokens"], p["k"], p["coupling"], f"draft-{p['draft_every']}",
-                    p["temperature"], p["seed"])
+    run = speculated(p["tokens"], p["k"], p["coupling"], p["draft_every"], p["temperature"], p["seed"],
+                     pretrained.generation())
     per_row, size = 24, 24
     rows = -(-len(run["shown"]) // per_row)
     plot = Plot(height=40 + rows * (size + 8) + 28, left=10, right=10, top=10, bottom=10).scales((0, 1), (0, 1))

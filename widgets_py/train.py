@@ -86,7 +86,7 @@ def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int = 8192) -> flo
 
 def flops_per_step(cfg: gpt.GPTConfig, batch_size: int) -> float:
     """FLOPs of one training step, from the shapes: forward, and backward at twice that."""
-    d, h, t = cfg.d, cfg.mlp * cfg.d, cfg.context
-    matmul = cfg.layers * (d * 3 * d + d * d + 2 * d * h) + d * cfg.vocab  # multiply-adds per token
+    d, t = cfg.d, cfg.context
+    matmul = gpt.macs_per_token(cfg)  # multiply-adds per token
     attention = cfg.layers * 2 * d * (t + 1) / 2  # scores and weighted sum, mean over positions
     return 3 * 2 * (matmul + attention) * batch_size * t

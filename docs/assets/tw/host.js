@@ -248,15 +248,16 @@
 
   // ---- training (the widget that has a .tw-train block) ---------------------------------
 
+  function showTraining(parts, on) {
+    parts.start.disabled = on;
+    parts.cancel.hidden = !on;
+    parts.bar.hidden = !on;
+  }
+
   function onTraining(msg) {
     const t = page?.trainer;
     if (!t) return;
     const { widget: w, parts } = t;
-    const running = (on) => {
-      parts.start.disabled = on;
-      parts.cancel.hidden = !on;
-      parts.bar.hidden = !on;
-    };
     if (msg.type === "train:progress" || msg.type === "train:done") {
       part(w, ".tw-figure").innerHTML = msg.data.figure;
       parts.bar.value = msg.data.step / msg.data.steps;
@@ -264,12 +265,12 @@
       w.dataset.trainStep = msg.data.step;
     }
     if (msg.type === "train:done") {
-      running(false);
+      showTraining(parts, false);
       parts.status.textContent = TEXT.trainDone(msg.data.status);
       w.dataset.trainElapsed = msg.data.elapsed_s;
       page.widgets.forEach((x) => request(x)); // every widget recomputes with the new weights
     } else if (msg.type === "train:cancelled" || msg.type === "train:error") {
-      running(false);
+      showTraining(parts, false);
       parts.status.textContent = msg.type === "train:error" ? TEXT.trainFailed(msg.error) : TEXT.trainCancelled;
       request(w);
     }
@@ -283,9 +284,7 @@
       status: part(w, ".tw-train-status"),
     };
     parts.start.addEventListener("click", () => {
-      parts.start.disabled = true;
-      parts.cancel.hidden = false;
-      parts.bar.hidden = false;
+      showTraining(parts, true);
       runtime.worker.postMessage({ type: "train", id: ++runtime.nextId, params: readParams(w) });
     });
     parts.cancel.addEventListener("click", () => runtime.worker.postMessage({ type: "train:cancel" }));
