@@ -1,9 +1,9 @@
 """Puts the pinned Pyodide runtime, numpy and a widgets_py bundle into the built site.
 
 The widgets_py bundle is a deterministic zip of the package's source, the corpus and the
-pretrained weights, rebuilt on every build from the files on disk (so `mkdocs serve`
-ships edited widget code); its name and sha256 go into each widget page, and the
-browser refuses a bundle that differs.
+committed trained weights (`widgets_py/weights/`, never retrained by a build), made on
+every build from the files on disk (so `mkdocs serve` ships edited widget code); its
+name and sha256 go into each widget page, and the browser refuses a bundle that differs.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
+
+from widgets_py import pretrained
 
 from . import assets
 
@@ -26,14 +28,15 @@ bundle: dict[str, str] = {}  # {'name': ..., 'sha256': ...} of the current build
 
 def bundle_files(package: Path = PACKAGE) -> dict[str, Path]:
     """What the browser needs: the package's .py files, the corpus, the trained weights."""
-    from widgets_py import corpus, pretrained
+    from widgets_py import corpus
 
     files = {str(p.relative_to(package.parent)): p for p in sorted(package.rglob("*.py"))
              if "__pycache__" not in p.parts}
     files["corpus/ca.txt"] = corpus.PATH
-    weights = pretrained.ensure_all()  # trains only what the cache lacks
-    for p in sorted(weights.glob("*.npz")):
-        files[f"weights/{pretrained.key()}/{p.name}"] = p
+    for name in pretrained.specs():
+        pretrained.check(name)  # stale weights fail the build with how to retrain
+    for p in pretrained.files():
+        files[str(p.relative_to(package.parent))] = p
     return files
 
 
@@ -57,7 +60,10 @@ def on_files(files: Files, *, config) -> Files:
             raise PluginError(str(exc)) from None
         files.append(File.generated(config, SITE_DIR + name, abs_src_path=str(path)))
     files.append(File.generated(config, SITE_DIR + "pyodide-lock.json", content=assets.lockfile()))
-    data = make_bundle(bundle_files())
+    try:
+        data = make_bundle(bundle_files())
+    except pretrained.WeightsError as exc:
+        raise PluginError(str(exc)) from None
     digest = assets.sha256(data)
     bundle.update(name=f"widgets_py-{digest[:12]}.zip", sha256=digest)
     files.append(File.generated(config, BUNDLE_DIR + bundle["name"], content=data))

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import tolerance
 from widgets_py import formatted, run
 from widgets_py.registry import is_measured
 
@@ -40,7 +41,7 @@ def assert_matches_cpython(page, sel: str) -> None:
     for key, value in expected.items():
         if not is_measured(name, key):
             # numpy without BLAS (Pyodide) sums float32 products in another order than OpenBLAS
-            assert shown[key] == (pytest.approx(value, rel=1e-5, abs=1e-9) if isinstance(value, float) else value), key
+            assert shown[key] == tolerance.expected(name, key, value), key
     text = formatted(name, expected)
     for key, dd in page.eval_on_selector_all(f"{sel} .tw-values [data-value]",
                                              "rows => rows.map(r => [r.dataset.value, r.querySelector('dd').textContent])"):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import tolerance
 from widgets_py import names, run
 from widgets_py.registry import is_measured
 
@@ -24,5 +25,5 @@ def test_default_run_matches_golden_file(name):
     pinned = json.loads(path.read_text())
     assert values.keys() == pinned.keys()
     for key, value in pinned.items():
-        # floats to 1e-6: pretrained weights come from float32 training, summed in BLAS order
-        assert values[key] == (pytest.approx(value, rel=1e-6) if isinstance(value, float) else value), key
+        # the weights are committed bytes; float32 sums still differ from CPU to CPU
+        assert values[key] == tolerance.expected(name, key, value), key

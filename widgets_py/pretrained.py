@@ -1,16 +1,21 @@
-"""The trained mini-GPTs every §1/§4/§5/§6 widget reads, made once and cached.
+"""The trained mini-GPTs the widgets read: a versioned artefact of the repository.
 
-Weights are a deterministic function of the corpus, the configs and the code, so they
-are cached under a key hashed from all three: an unchanged build never retrains. The
-site ships them inside the widgets_py bundle (`weights/KEY/NAME.npz`); a reader who
-retrains in the browser replaces them for the page through `override`.
+Training runs float32 matmuls through BLAS, whose summation order differs from CPU to
+CPU, so two machines never train bit-identical models. The weights are therefore
+trained once (`./dev train`), committed under `widgets_py/weights/` with a manifest
+(corpus hash, configs, steps, seed, held-out loss, sha256 of each file), and used as
+they are by the build, the tests and the browser. Nothing retrains unless asked; a
+manifest that no longer matches the corpus or the configs is an error that says how
+to retrain. A reader who retrains in the browser replaces a model for the page
+through `override`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
-import os
+import json
 from functools import cache
 from pathlib import Path
 
@@ -18,40 +23,74 @@ import numpy as np
 
 from . import corpus, gpt, train
 
+WEIGHTS = Path(__file__).resolve().parent / "weights"  # package data: shipped in the bundle
+MANIFEST = WEIGHTS / "manifest.json"
 DRAFT_FRACTIONS = (1, 2, 4, 8, 16)  # the draft trains 1 step in N of the target's
 STEPS = 1500
+SPECULATIVE_CONTEXT = 128  # target and drafts: the speculative widget's prompt plus output fits
+
+
+class WeightsError(RuntimeError):
+    """The committed weights are missing or do not match the code's corpus and configs."""
 
 
 def specs() -> dict[str, tuple[gpt.GPTConfig, train.TrainConfig]]:
     v = len(corpus.vocab())
     tc = train.TrainConfig(steps=STEPS)
+    # 8 windows of 128 tokens; a lower peak rate: at 1.5e-2 the long windows train unstably (2.36 vs 2.26 nats)
+    long = dataclasses.replace(tc, batch=8, lr=5e-3)
     out = {
-        "mini": (gpt.GPTConfig(v, d=32, layers=2, heads=4), tc),  # §1, §4, §6
-        "target": (gpt.GPTConfig(v, d=32, layers=3, heads=4), tc),  # §5, the large model
+        "mini": (gpt.GPTConfig(v, d=32, layers=2, heads=4), tc),  # clock, quantization, sampling, training
+        "target": (gpt.GPTConfig(v, d=32, layers=3, heads=4, context=SPECULATIVE_CONTEXT), long),
     }
-    for n in DRAFT_FRACTIONS:  # §5, the draft, more or less trained
-        out[f"draft-{n}"] = (gpt.GPTConfig(v, d=16, layers=1, heads=2),
-                             train.TrainConfig(steps=STEPS // n, seed=tc.seed + 1))
+    for n in DRAFT_FRACTIONS:  # the speculative draft, more or less trained
+        out[f"draft-{n}"] = (gpt.GPTConfig(v, d=16, layers=1, heads=2, context=SPECULATIVE_CONTEXT),
+                             dataclasses.replace(long, steps=STEPS // n, seed=tc.seed + 1))
     return out
 
 
+def corpus_sha256() -> str:
+    return hashlib.sha256(corpus.text().encode()).hexdigest()
+
+
+def spec_record(name: str) -> dict:
+    """What the manifest pins about how a model was made: its config and training config."""
+    cfg, tc = specs()[name]
+    return {"config": dataclasses.asdict(cfg), "train": dataclasses.asdict(tc)}
+
+
+# ---- the artefact: npz files and their manifest ----------------------------------------
+
+def to_npz(params: dict, history: list[float]) -> bytes:
+    """Byte-identical for identical arrays: zip entries carry numpy's fixed 1980 date."""
+    out = io.BytesIO()
+    np.savez(out, **params, _history=np.asarray(history, np.float32))
+    return out.getvalue()
+
+
+def from_npz(data: bytes) -> tuple[dict, list[float]]:
+    with np.load(io.BytesIO(data)) as z:
+        return {k: z[k] for k in z.files if k != "_history"}, z["_history"].tolist()
+
+
 @cache
-def key() -> str:
-    h = hashlib.sha256(corpus.text().encode())
-    h.update(repr(sorted(specs().items())).encode())
-    for module in (gpt, train):
-        h.update(Path(module.__file__).read_bytes())
-    return h.hexdigest()[:16]
+def manifest() -> dict:
+    if not MANIFEST.is_file():
+        raise WeightsError(f"no trained weights: {MANIFEST} is missing; run `./dev train`")
+    return json.loads(MANIFEST.read_text())
 
 
-def bundled_dir() -> Path:
-    """Where the site's bundle puts the weights, beside the package."""
-    return Path(__file__).resolve().parent.parent / "weights" / key()
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("TEXTBOOK_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "textbook"
-    return Path(root) / "weights" / key()
+def check(name: str) -> None:
+    """Refuse weights made from another corpus or config: they would be silently wrong."""
+    entry = manifest().get("models", {}).get(name)
+    if entry is None:
+        raise WeightsError(f"model '{name}' is not in {MANIFEST.name}; run `./dev train {name}`")
+    if manifest().get("corpus_sha256") != corpus_sha256():
+        raise WeightsError(f"the weights were trained on another corpus; run `./dev train`")
+    stale = [k for k, v in spec_record(name).items() if entry.get(k) != v]
+    if stale:
+        raise WeightsError(f"model '{name}': {' and '.join(stale)} changed since it was trained; "
+                           f"run `./dev train {name}`")
 
 
 _override: dict[str, tuple[dict, list[float]]] = {}
@@ -71,35 +110,22 @@ def generation() -> int:
     return _generation
 
 
-def to_npz(params: dict, history: list[float]) -> bytes:
-    out = io.BytesIO()
-    np.savez(out, **params, _history=np.asarray(history, np.float32))
-    return out.getvalue()
-
-
 @cache
 def load(name: str) -> tuple[gpt.GPTConfig, dict, list[float]]:
-    """(config, params, training-loss history) of a pretrained model."""
-    cfg, tc = specs()[name]
+    """(config, params, training-loss history) of a trained model, checked against its pin."""
+    cfg, _ = specs()[name]
     if name in _override:
         params, history = _override[name]
         return cfg, params, history
-    for folder in (bundled_dir(), cache_dir()):
-        path = folder / f"{name}.npz"
-        if path.is_file():
-            with np.load(path) as z:
-                params = {k: z[k] for k in z.files if k != "_history"}
-                return cfg, params, z["_history"].tolist()
-    params, history = train.train(cfg, tc, corpus.data()[0])
-    path = cache_dir() / f"{name}.npz"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".part").write_bytes(to_npz(params, history))
-    path.with_suffix(".part").replace(path)
+    check(name)
+    data = (WEIGHTS / f"{name}.npz").read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != manifest()["models"][name]["sha256"]:
+        raise WeightsError(f"{name}.npz: sha256 {digest[:12]}… differs from the manifest; run `./dev train {name}`")
+    params, history = from_npz(data)
     return cfg, params, history
 
 
-def ensure_all() -> Path:
-    """Train whatever is missing; the folder the build bundles."""
-    for name in specs():
-        load(name)
-    return cache_dir()
+def files() -> list[Path]:
+    """The artefact's files, as the site's bundle ships them."""
+    return [MANIFEST] + [WEIGHTS / f"{name}.npz" for name in specs()]
