@@ -1,10 +1,18 @@
 """§6 Choosing the token: temperature, top-k, top-p, min-p and repetition penalty.
 
 The distribution is the trained mini-GPT's own, at a chosen position of the held-out
-text; each method keeps a subset of the vocabulary and renormalises over it.
+text. The chain is Hugging Face transformers' (`_get_logits_processor`, do_sample=True):
+repetition penalty -> temperature -> top-k -> top-p on the renormalised top-k survivors
+-> min-p against the largest survivor; `min_tokens_to_keep=1` throughout. vLLM's
+`apply_top_k_top_p` does top-k and top-p the same way (ties at the k-th logit kept,
+top-p on the survivors, at least one token left); vLLM v1 differs in one place: it runs
+min-p (an argmax-invariant logits processor) *before* top-k/top-p. We follow HF.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterator, NamedTuple
 
 import numpy as np
 
@@ -15,6 +23,7 @@ from .svg import Plot
 
 SAMPLE_CHARS = 120  # characters generated with the current settings
 SHOWN = 24  # bars in the figure
+TOP_P_TOL = 1e-9  # a cumulative mass within 1e-9 of top_p counts as reaching it (see nucleus)
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -27,65 +36,147 @@ def entropy(p: np.ndarray) -> float:
     return float(-(nz * np.log(nz)).sum())
 
 
+def penalised(logits: np.ndarray, seen: np.ndarray, penalty: float) -> np.ndarray:
+    """CTRL / HF RepetitionPenaltyLogitsProcessor: once per distinct token already in the sequence,
+    divide a positive logit by the penalty, multiply a negative one."""
+    z = logits.astype(np.float64)  # [V], a copy
+    if penalty != 1.0 and len(seen):
+        s = np.unique(seen)
+        z[s] = np.where(z[s] < 0, z[s] * penalty, z[s] / penalty)
+    return z
+
+
+def nucleus(s: np.ndarray, alive: np.ndarray, top_p: float) -> np.ndarray:
+    """HF TopPLogitsWarper on the renormalised survivors `alive` of scaled logits `s`.
+
+    Keeps token r (by decreasing probability) while the mass of the tokens before it is
+    below top_p: the smallest prefix whose mass reaches top_p, and never fewer than one.
+    "Reaches" allows TOP_P_TOL: 0.5 + 0.3 sums to 0.7999999999999999 in floats, and the
+    prefix {0.5, 0.3} must count as reaching 0.8 (HF's own test expects it). The tolerance
+    is far above float64 rounding of a sum of a few hundred terms (~1e-14) and far below
+    any mass difference the widget can show. Ties are ordered as HF and vLLM order them,
+    by a stable ascending sort of the scores: among equal scores the higher token id
+    counts as more likely.
+    """
+    order = np.argsort(np.where(alive, s, -np.inf), kind="stable")[::-1]  # [V] most likely first
+    q = np.where(alive, np.exp(s), 0.0)[order]  # [V] survivors' weights, sorted
+    cum = np.cumsum(q / q.sum())  # [V] mass up to and including rank r
+    n = 1 + int(np.searchsorted(cum, top_p - TOP_P_TOL))  # ranks whose predecessors hold < top_p
+    keep = np.zeros_like(alive)
+    keep[order[:n]] = True
+    return keep & alive
+
+
 def shape(logits: np.ndarray, seen: np.ndarray, temperature: float, top_k: int, top_p: float,
           min_p: float, penalty: float) -> tuple[np.ndarray, np.ndarray]:
-    """(distribution after temperature, mask of the tokens kept): every method, in order."""
-    z = logits.astype(np.float64).copy()  # [V]
-    if penalty != 1.0:  # CTRL-style: shrink the logits of tokens already seen
-        s = np.unique(seen)
-        z[s] = np.where(z[s] > 0, z[s] / penalty, z[s] * penalty)
-    if temperature == 0:  # greedy: all the mass on the most likely token
+    """(distribution after penalty and temperature, mask of the tokens that can be drawn).
+
+    Sampling draws from the distribution restricted to the mask and renormalised.
+    """
+    z = penalised(logits, seen, penalty)  # [V] 1. repetition penalty, on the raw logits
+    if temperature == 0:  # greedy (HF do_sample=False): the argmax, the first one on ties
         p = np.zeros_like(z)
         p[np.argmax(z)] = 1.0
         return p, p > 0
-    p = softmax(z / temperature)
-    keep = np.ones_like(p, dtype=bool)
-    order = np.argsort(-p, kind="stable")  # most likely first
-    if top_k:
-        keep[order[top_k:]] = False
-    if top_p < 1.0:  # the smallest prefix whose mass reaches top_p
-        cum = np.cumsum(p[order])
-        keep[order[np.searchsorted(cum, top_p) + 1:]] = False
-    if min_p:
-        keep &= p >= min_p * p.max()
-    return p, keep
+    # 2. temperature in log space: the max-subtracted logits are <= 0, so dividing by a tiny
+    # temperature gives 0 for the maximum and -inf for the rest, never inf - inf = NaN;
+    # as T -> 0 this is greedy (uniform over exactly tied maxima).
+    with np.errstate(over="ignore"):  # a tiny T sends the non-maxima to -inf: intended
+        s = (z - z.max()) / temperature  # [V]
+    p = np.exp(s)
+    p /= p.sum()  # [V] tempered distribution
+    keep = np.ones(z.shape, dtype=bool)
+    if top_k:  # 3. HF TopKLogitsWarper: every score >= the k-th largest, so ties at the k-th stay
+        k = min(max(int(top_k), 1), len(s))
+        keep &= s >= np.partition(s, len(s) - k)[len(s) - k]
+    if top_p < 1.0:  # 4. nucleus of the renormalised top-k survivors
+        keep = nucleus(s, keep, top_p)
+    if min_p > 0:  # 5. HF MinPLogitsWarper: relative to the largest renormalised survivor
+        q = np.where(keep, p, 0.0)
+        q /= q.sum()
+        best = np.argmax(q)
+        keep &= q >= min_p * q[best]
+        keep[best] = True  # min_tokens_to_keep = 1
+    return p, keep & (p > 0)  # a token whose probability underflowed to 0 cannot be drawn
 
 
-def pick(p: np.ndarray, keep: np.ndarray, rng: np.random.Generator) -> int:
+def restricted(p: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The distribution sampling draws from: p on the kept tokens, renormalised."""
     q = np.where(keep, p, 0.0)
-    return int(rng.choice(len(q), p=q / q.sum()))
+    return q / q.sum()
+
+
+class Step(NamedTuple):
+    window: np.ndarray  # [<= cfg.context] the tokens the model saw for this step
+    dist: np.ndarray  # [V] the distribution the token is drawn from
+    token: int
+
+
+def generate(params: dict, cfg: gpt.GPTConfig, prompt: np.ndarray, n: int, settings: dict,
+             rng: np.random.Generator, start=None) -> Iterator[Step]:
+    """n tokens after `prompt`, each drawn from the model's output on the last cfg.context tokens.
+
+    The model was trained on windows of cfg.context tokens at positions 0..context-1, so each
+    step's logits are those of a fresh forward over the last cfg.context tokens. While the
+    sequence fits in the window that is one cached decode step; once it no longer fits every
+    token's position shifts by one, the cached keys and values are stale, and the window is
+    recomputed (a forward of cfg.context tokens per step). `start` = (last logits, cache) of
+    the prompt's window, if the caller already has them. The penalty sees the whole sequence
+    (prompt included), as HF's does.
+    """
+    window = np.asarray(prompt)[-cfg.context:]  # [T]
+    if start is None:
+        logits, kv = gpt.extend(params, cfg, window)  # prefill: [T, V]
+        start = (logits[-1], kv)
+    last, kv = start
+    seen = np.zeros(cfg.vocab, dtype=bool)  # [V] tokens present in the sequence so far
+    seen[np.asarray(prompt)] = True
+    for _ in range(n):
+        p, keep = shape(last, np.flatnonzero(seen), **settings)  # temperature, top-k, top-p, min-p, penalty
+        dist = restricted(p, keep)
+        token = int(rng.choice(len(dist), p=dist))  # sample
+        yield Step(window, dist, token)
+        seen[token] = True
+        if len(window) < cfg.context:  # still fits: extend the cache by one token
+            window = np.append(window, token)
+            step, kv = gpt.extend(params, cfg, [token], kv)
+        else:  # slide: drop the oldest token and recompute the window from position 0
+            window = np.append(window[1:], token)
+            step, kv = gpt.extend(params, cfg, window)
+        last = step[-1]
 
 
 def context_at(position: int) -> np.ndarray:
     return corpus.data()[1][:position]
 
 
+@lru_cache(maxsize=16)
+def prefill(position: int, generation: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """(prompt, logits after its last cfg.context tokens, KV cache), shared by the values and
+    the figure and across control changes (keyed by the weights' generation)."""
+    cfg, params, _ = pretrained.load("mini")
+    prompt = context_at(position)  # [position]
+    logits, kv = gpt.extend(params, cfg, prompt[-cfg.context:])
+    return prompt, logits[-1], kv
+
+
 def sampling(temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
              position: int, seed: int) -> dict:
-    cfg, p, _ = pretrained.load("mini")
-    ctx = context_at(position)[-cfg.context:]  # [T] the window the model sees
-    logits, kv = gpt.extend(p, cfg, ctx)
-    raw = softmax(logits[-1].astype(np.float64))
-    probs, keep = shape(logits[-1], ctx, temperature, top_k, top_p, min_p, penalty)
-    kept = np.where(keep, probs, 0.0) / probs[keep].sum()
+    cfg, params, _ = pretrained.load("mini")
+    prompt, logits, kv = prefill(position, pretrained.generation())
+    settings = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, penalty=penalty)
+    raw = softmax(logits.astype(np.float64))
+    probs, keep = shape(logits, prompt, **settings)
+    kept = restricted(probs, keep)
     rng = np.random.default_rng(seed)  # the sample: same settings, token after token
-    seen, out, last = list(ctx), [], logits[-1]
-    for _ in range(SAMPLE_CHARS):
-        dist, mask = shape(last, np.array(seen[-cfg.context:]), temperature, top_k, top_p, min_p, penalty)
-        token = pick(dist, mask, rng)
-        out.append(token)
-        seen.append(token)
-        if kv[0][0].shape[-2] >= cfg.context:  # crop the cache to the training window
-            kv = [(k[..., -cfg.context + 1:, :], v[..., -cfg.context + 1:, :]) for k, v in kv]
-        step, kv = gpt.extend(p, cfg, [token], kv)
-        last = step[-1]
+    out = [s.token for s in generate(params, cfg, prompt, SAMPLE_CHARS, settings, rng, (logits, kv))]
     top = int(np.argmax(probs))
     return {
         "kept": int(keep.sum()), "mass_kept": float(probs[keep].sum()),
         "entropy": entropy(kept), "perplexity": float(np.exp(entropy(kept))),
         "perplexity_untruncated": float(np.exp(entropy(probs))), "perplexity_raw": float(np.exp(entropy(raw))),
         "top_token": show(top), "top_prob": float(probs[top]),
-        "context_tail": corpus.decode(ctx[-40:]), "sample": corpus.decode(out),
+        "context_tail": corpus.decode(prompt[-40:]), "sample": corpus.decode(out),
     }
 
 
@@ -95,10 +186,8 @@ def show(token: int) -> str:
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
-    cfg, params, _ = pretrained.load("mini")
-    ctx = context_at(p["position"])[-cfg.context:]
-    logits = gpt.extend(params, cfg, ctx)[0][-1]
-    probs, keep = shape(logits, ctx, p["temperature"], p["top_k"], p["top_p"], p["min_p"], p["penalty"])
+    prompt, logits, _ = prefill(p["position"], pretrained.generation())  # no second forward
+    probs, keep = shape(logits, prompt, p["temperature"], p["top_k"], p["top_p"], p["min_p"], p["penalty"])
     order = np.argsort(-probs, kind="stable")[:SHOWN]
     top = max(probs[order[0]], 1e-9)
     plot = Plot(height=260, left=56).scales((0, SHOWN), (0, top * 1.1))
@@ -130,14 +219,17 @@ def _tables(p: dict, v: dict) -> str:
 
 PARAMS = (
     Param("temperature", "float", 1.0, "Temperatura", min=0.0, max=2.0, step=0.05,
-          help="Divideix els logits abans de la softmax. A 0 és greedy."),
-    Param("top_k", "int", 0, "Top-k", min=0, max=40, ticks=(0, 1, 2, 3, 5, 10, 20, 40), off=0),
+          help="Divideix els logits abans de la softmax. A 0 és greedy, i com més s'hi acosta, més s'hi assembla."),
+    Param("top_k", "int", 0, "Top-k", min=0, max=40, ticks=(0, 1, 2, 3, 5, 10, 20, 40), off=0,
+          help="Els k caràcters de logit més alt; els empatats amb el k-è també hi entren."),
     Param("top_p", "float", 1.0, "Top-p (nucleus)", min=0.05, max=1.0, step=0.05, off=1.0,
-          help="El conjunt mínim amb massa acumulada ≥ p."),
+          help="Sobre els supervivents del top-k renormalitzats, el conjunt mínim amb massa acumulada ≥ p; "
+               "sempre en queda almenys un."),
     Param("min_p", "float", 0.0, "Min-p", min=0.0, max=0.5, step=0.01, off=0.0,
-          help="Fora tot el que baixi de p · el màxim."),
+          help="Després del top-p, fora tot el que baixi de p · la probabilitat del supervivent més probable."),
     Param("penalty", "float", 1.0, "Penalització de repetició", min=1.0, max=2.0, step=0.05, off=1.0,
-          help="Divideix els logits positius dels caràcters ja vistos i multiplica els negatius."),
+          help="Abans de la temperatura, divideix els logits positius dels caràcters ja presents (prompt "
+               "inclòs) i multiplica els negatius."),
     Param("position", "int", 20, "Posició del prompt", min=1, max=400,
           help="Quants caràcters del text reservat es donen de context."),
     Param("seed", "int", 6, "Llavor", min=0, max=999),
