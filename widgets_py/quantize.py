@@ -1,80 +1,49 @@
 """§4 Quantization: round the trained weights to each format for real, measure the loss.
 
-Every matrix of the mini-GPT is quantized and dequantized, and the held-out loss is
-recomputed with the rounded weights. Integer formats use a symmetric scale (absmax):
-one per tensor, or one per group of `group` consecutive weights of a row. The outlier
-control multiplies three input channels of the first linear layer of each block by a
+Every matrix of the mini-GPT is stored in the format (numformats: codes, bf16 scales)
+and read back, and the held-out loss is recomputed with those weights. Scales are
+symmetric (absmax), one per tensor or one per group of `group` inputs of an output
+column, as AWQ, GPTQ and bitsandbytes group.
+
+The outlier control multiplies three input channels' weight rows of qkv and fc by a
 factor and divides the matching layer-norm outputs by it: in float the model is the
-same function, but those weight rows now stretch any scale they share.
+same function, but every group along the input axis holds one of those rows, so the
+outliers stretch group scales too. Two known remedies can be switched on:
+LLM.int8() (Dettmers et al. 2022) keeps outlier input channels in 16 bits, and
+SmoothQuant (Xiao et al. 2023) moves scale between activations and weights with
+activation maxima measured on held-out text.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import corpus, fmt, pretrained
+from . import corpus, fmt, gpt, pretrained
+from .numformats import BITS, decode, encode, quantize
 from .params import Output, Param
 from .registry import Widget, register
 from .svg import Plot
 from .train import evaluate
 
 OUTLIER_CHANNELS = (3, 11, 27)
-NORMAL_ROW = 0  # a row of h0.qkv.w with no outlier, drawn in the figure
-EVAL_TOKENS = 4096  # held-out characters scored per format
-NF4 = np.array([-1.0, -0.6961928, -0.5250731, -0.3949175, -0.2844414, -0.1848074, -0.0910500, 0.0,
-                0.0795803, 0.1609302, 0.2461123, 0.3379152, 0.4407098, 0.5626170, 0.7229568, 1.0])  # QLoRA
-FORMATS = {  # name: (label, bits per weight before scales)
-    "bf16": ("BF16", 16), "fp8": ("FP8 (e4m3)", 8), "int8": ("INT8", 8), "int4": ("INT4", 4), "nf4": ("NF4", 4),
-}
+COLUMN = 0  # the output column of h0.qkv.w drawn in the figure
+EVAL_TOKENS = 4096  # held-out characters scored per format (the first ones)
+CALIB_TOKENS = 2048  # held-out characters whose activations SmoothQuant measures (the last ones)
+INT8_THRESHOLD = 6.0  # LLM.int8's outlier threshold, here a ratio to the median row absmax
+ALPHA = 0.5  # SmoothQuant migration strength (the paper's default)
+LABELS = {"bf16": "BF16", "fp8": "FP8 (e4m3)", "int8": "INT8", "int4": "INT4", "nf4": "NF4"}
+HANDLING = {"none": "cap", "llmint8": "canals en 16 bits (LLM.int8)", "smoothquant": "migració (SmoothQuant)"}
+_memo: dict = {}
 
 
-def bf16(w: np.ndarray) -> np.ndarray:
-    """Round float32 to bfloat16 (nearest even on the dropped 16 bits)."""
-    bits = w.astype(np.float32).view(np.uint32)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return rounded.view(np.float32)
-
-
-def e4m3(x: np.ndarray) -> np.ndarray:
-    """Round to FP8 e4m3 values (3 mantissa bits, max 448, subnormals below 2^-6)."""
-    mag = np.abs(x)
-    exp = np.floor(np.log2(np.maximum(mag, 2.0**-9)))
-    step = 2.0 ** (np.maximum(exp, -6) - 3)  # spacing of representable values
-    return np.clip(np.sign(x) * np.round(mag / step) * step, -448, 448)
-
-
-def grouped(w: np.ndarray, group: int | None) -> np.ndarray:
-    """View w as [groups, size]: the whole tensor, or runs of `group` along each row."""
-    if group is None:
-        return w.reshape(1, -1)
-    rows, cols = w.shape
-    pad = (-cols) % group
-    return np.pad(w, ((0, 0), (0, pad))).reshape(rows, -1, group).reshape(-1, group)
-
-
-def ungrouped(g: np.ndarray, shape: tuple[int, int], group: int | None) -> np.ndarray:
-    if group is None:
-        return g.reshape(shape)
-    rows, cols = shape
-    return g.reshape(rows, -1)[:, :cols]
-
-
-def quantize(w: np.ndarray, name: str, group: int | None) -> np.ndarray:
-    """Quantize then dequantize one matrix: what the forward pass will compute with."""
-    if name == "bf16":
-        return bf16(w)
-    g = grouped(w.astype(np.float64), group)  # [groups, size]
-    absmax = np.abs(g).max(1, keepdims=True)
-    absmax[absmax == 0] = 1.0
-    if name == "fp8":
-        q = e4m3(g / absmax * 448) * absmax / 448
-    elif name == "nf4":
-        idx = np.abs((g / absmax)[..., None] - NF4).argmin(-1)
-        q = NF4[idx] * absmax
-    else:
-        top = {"int8": 127, "int4": 7}[name]
-        q = np.clip(np.round(g / absmax * top), -top, top) * absmax / top
-    return ungrouped(q, w.shape, group).astype(np.float32)
+def memo(key: tuple, make):
+    """Results of the current weights: keyed by their generation, never by the arrays."""
+    key = (pretrained.generation(),) + key
+    if key not in _memo:
+        if len(_memo) > 256:
+            _memo.clear()
+        _memo[key] = make()
+    return _memo[key]
 
 
 def with_outliers(p: dict, layers: int, factor: float) -> dict:
@@ -89,76 +58,169 @@ def with_outliers(p: dict, layers: int, factor: float) -> dict:
     return p
 
 
-def bits_per_weight(name: str, group: int | None, n: int) -> float:
-    scales = 0 if name == "bf16" else (16 / group if group else 16 / n)  # one bf16 scale per group
-    return FORMATS[name][1] + scales
+def input_major(name: str, w: np.ndarray) -> np.ndarray:
+    """The matrix as [in, out]; the tied head computes x @ wte.T, so wte's inputs are its columns."""
+    return w.T if name == "wte" else w
 
 
-def quantize_model(p: dict, name: str, group: int | None) -> dict:
-    return {k: quantize(v, name, group) if v.ndim == 2 else v for k, v in p.items()}
+def outlier_rows(w: np.ndarray) -> np.ndarray:
+    """[in, out] -> [in] bool: input channels whose row absmax is INT8_THRESHOLD× the median row's."""
+    row = np.abs(w).max(1)  # [in]
+    return row > INT8_THRESHOLD * np.median(row)
 
 
-def quantization(granularity: str, group: int, outliers: float) -> dict:
+def activation_maxima(p: dict, cfg: gpt.GPTConfig) -> dict[str, np.ndarray]:
+    """max |x_j| of the inputs of qkv and fc, per channel, on held-out text the loss never scores."""
+    data = corpus.data()[1]
+    n = CALIB_TOKENS // cfg.context * cfg.context
+    x = data[-n - 1:-1].reshape(-1, cfg.context)  # [N, T]
+    _, _, (*_, caches) = gpt.forward(p, cfg, x, data[-n:].reshape(-1, cfg.context))
+    out = {}
+    for i, c in enumerate(caches):
+        for lin, cache in (("qkv", c[1]), ("fc", c[5])):
+            out[f"h{i}.{lin}.w"] = np.abs(cache[0]).reshape(-1, cfg.d).max(0)  # [N, T, C] -> [C]
+    return out
+
+
+def smoothing(w: np.ndarray, act_max: np.ndarray) -> np.ndarray:
+    """SmoothQuant's per-input-channel factor s_j = max|X_j|^α / max|W_j|^(1-α): [C]."""
+    s = act_max ** ALPHA / np.maximum(np.abs(w).max(1), 1e-12) ** (1 - ALPHA)  # [C]
+    return np.where(s > 0, s, 1.0).astype(np.float32)
+
+
+def smooth(p: dict, act_max: dict[str, np.ndarray], layers: int) -> dict:
+    """Same function in float: X/s folds into the layer norm before qkv and fc, W's rows × s."""
+    p = dict(p)
+    for i in range(layers):
+        for ln, lin in (("ln1", "qkv"), ("ln2", "fc")):
+            s = smoothing(p[f"h{i}.{lin}.w"], act_max[f"h{i}.{lin}.w"])  # [C]
+            p[f"h{i}.{ln}.w"], p[f"h{i}.{ln}.b"] = p[f"h{i}.{ln}.w"] / s, p[f"h{i}.{ln}.b"] / s
+            p[f"h{i}.{lin}.w"] = p[f"h{i}.{lin}.w"] * s[:, None]  # [C, out]
+    return p
+
+
+def quantize_model(p: dict, name: str, group: int | None, int8_rows: bool) -> tuple[dict, int, int, int]:
+    """(quantized params, stored bits, weights, 16-bit channels) over every matrix."""
+    out, bits, n, kept = dict(p), 0, 0, 0
+    for k, v in p.items():
+        if v.ndim != 2:
+            continue
+        w = input_major(k, v)  # [in, out]
+        s = encode(w, name, group, outlier_rows(w) if int8_rows and name != "bf16" else None)
+        out[k] = input_major(k, decode(s))
+        bits, n, kept = bits + s.bits(), n + v.size, kept + int(s.kept.sum())
+    return out, bits, n, kept
+
+
+def model(outliers: float) -> tuple[gpt.GPTConfig, dict]:
     cfg, p, _ = pretrained.load("mini")
-    heldout = corpus.data()[1]
-    base = with_outliers(p, cfg.layers, outliers)
-    n = sum(v.size for v in base.values() if v.ndim == 2)
+    return cfg, memo(("model", outliers), lambda: with_outliers(p, cfg.layers, outliers))
+
+
+def maxima(outliers: float) -> dict[str, np.ndarray]:
+    cfg, base = model(outliers)
+    return memo(("maxima", outliers), lambda: activation_maxima(base, cfg))
+
+
+def prepared(outliers: float, handling: str) -> dict:
+    """The float model each format starts from: SmoothQuant rescales it (same function)."""
+    cfg, base = model(outliers)
+    if handling != "smoothquant":
+        return base
+    return memo(("smooth", outliers), lambda: smooth(base, maxima(outliers), cfg.layers))
+
+
+def measured(outliers: float, name: str, group: int | None, handling: str) -> tuple[float, float, int]:
+    """(held-out loss, bits per weight, 16-bit channels) of one format; cached per weights."""
+    if name == "bf16":  # no scale: grouping and outlier handling cannot change it
+        group, handling = None, "none"
+
+    def make():
+        cfg = model(outliers)[0]
+        q, bits, n, kept = quantize_model(prepared(outliers, handling), name, group, handling == "llmint8")
+        return evaluate(q, cfg, corpus.data()[1], EVAL_TOKENS), bits / n, kept
+    return memo(("format", outliers, name, group, handling), make)
+
+
+def quantization(granularity: str, group: int, outliers: float, outlier_handling: str) -> dict:
+    cfg, base = model(outliers)
     g = group if granularity == "group" else None
-    out = {"loss_original": evaluate(base, cfg, heldout, EVAL_TOKENS), "bigram": corpus.bigram_bound()}
-    for name in FORMATS:
-        out[f"loss_{name}"] = evaluate(quantize_model(base, name, g), cfg, heldout, EVAL_TOKENS)
-        out[f"degradation_{name}"] = out[f"loss_{name}"] - out["loss_original"]
-        out[f"memory_{name}"] = bits_per_weight(name, g, n) / 16
+    original = memo(("original", outliers), lambda: evaluate(base, cfg, corpus.data()[1], EVAL_TOKENS))
+    out = {"loss_original": original, "bigram": corpus.bigram_bound()}
+    for name in BITS:
+        loss, bits, _ = measured(outliers, name, g, outlier_handling)
+        out |= {f"loss_{name}": loss, f"degradation_{name}": loss - original,
+                f"bits_{name}": bits, f"memory_{name}": bits / 16}
+    out["kept_channels"] = measured(outliers, "int4", g, outlier_handling)[2]  # 16-bit input channels, all matrices
     w = base["h0.qkv.w"]
     normal = np.delete(w, OUTLIER_CHANNELS, axis=0)
     out["outlier_ratio"] = float(np.abs(w).max() / np.abs(normal).max())
     return out
 
 
+def _effective(outliers: float, handling: str, group: int | None) -> np.ndarray:
+    """h0.qkv.w as the INT4 model computes with it, in the original coordinates: [in, out]."""
+    w = model(outliers)[1]["h0.qkv.w"]  # [in, out]
+    if handling == "smoothquant":
+        s = smoothing(w, maxima(outliers)["h0.qkv.w"])[:, None]  # [in, 1]
+        return quantize(w * s, "int4", group) / s  # the layer norm's 1/s, moved back onto the weights
+    return quantize(w, "int4", group, outlier_rows(w) if handling == "llmint8" else None)
+
+
 def _figure(p: dict, v: dict) -> tuple[str, str]:
-    cfg, params, _ = pretrained.load("mini")
-    w = with_outliers(params, cfg.layers, p["outliers"])["h0.qkv.w"]
-    row = w[NORMAL_ROW]  # one ordinary row of weights
-    span = np.abs(row).max() * 1.15
-    plot = Plot(height=230, left=190, right=16, top=20, bottom=40).scales((-span, span), (0, 3))
+    w = model(p["outliers"])[1]["h0.qkv.w"]  # [in, out]
+    rows = np.arange(min(p["group"], w.shape[0]))  # the first group of inputs of one column
+    normal = ~np.isin(rows, OUTLIER_CHANNELS) | (p["outliers"] == 1)  # at factor 1 no channel stands out
+    span = np.abs(w[rows[normal], COLUMN]).max() * 1.15
+    lines = [("pesos originals", w, None),
+             ("INT4, escala per tensor", quantize(w, "int4", None), np.abs(w).max() / 7),
+             (f"INT4, grup de {p['group']} entrades", quantize(w, "int4", p["group"]), np.abs(w[rows, COLUMN]).max() / 7)]
+    if p["outlier_handling"] != "none":
+        rest = rows[~outlier_rows(w)[rows]]  # the group's inputs still on the INT4 grid
+        step = np.abs(w[rest, COLUMN]).max() / 7 if p["outlier_handling"] == "llmint8" else None
+        lines.append((f"+ {HANDLING[p['outlier_handling']]}", _effective(p["outliers"], p["outlier_handling"], p["group"]), step))
+    top = len(lines) - 0.5
+    plot = Plot(height=70 + 50 * len(lines), left=250, right=16, top=20, bottom=40).scales((-span, span), (0, len(lines)))
     plot.axes([-span / 1.15, 0, span / 1.15], [], "valor del pes", "", fmt=lambda t: fmt.number(t, 3))
-    rows = (("pesos originals", row, None),
-            ("INT4, escala per tensor", quantize(w, "int4", None)[NORMAL_ROW], np.abs(w).max() / 7),
-            (f"INT4, escala per grup de {p['group']}", quantize(w, "int4", p["group"])[NORMAL_ROW],
-             np.abs(grouped(w, p["group"])[0]).max() / 7))
-    for k, (label, values, step) in enumerate(rows):
-        y = plot.y(2.5 - k)
+    zeroed = []
+    for k, (label, m, step) in enumerate(lines):
+        y, values = plot.y(top - k), m[rows, COLUMN]
         plot.text(plot.left - 8, y + 4, label, "end", "tw-note")
         if step is not None:  # the grid this scale allows, as far as the view reaches
             for level in np.arange(-7, 8) * step:
                 if abs(level) <= span:
                     plot.parts.append(f'<line class="tw-grid-q" x1="{plot.x(level)}" y1="{y - 12}" x2="{plot.x(level)}" y2="{y + 12}"/>')
-        for x in values:
-            plot.dot(float(np.clip(x, -span, span)), 2.5 - k, "tw-s2" if k == 0 else "tw-s1", 2.5)
-    zeroed = float(np.mean(quantize(w, "int4", None)[NORMAL_ROW] == 0))
-    alt = (f"Amb outliers de {fmt.number(p['outliers'])}×, l'escala per tensor d'INT4 té un pas de "
-           f"{fmt.number(np.abs(w).max() / 7, 3)} i arrodoneix a zero el {fmt.percent(zeroed)} d'una fila normal; "
-           f"pèrdua a INT4: {fmt.number(v['loss_int4'], 3)} nats contra {fmt.number(v['loss_original'], 3)}.")
-    return plot.render("Com un outlier estira la graella", alt), alt
+        for x, ok in zip(values, normal):  # outlier channels sit beyond the view: drawn at its edge
+            plot.dot(float(np.clip(x, -span, span)), top - k, ("tw-s2" if k == 0 else "tw-s1") if ok else "tw-s3", 2.5)
+        zeroed.append(float(np.mean(values[normal] == 0)))
+    alt = (f"Una columna de pesos de la primera capa, {len(rows)} entrades seguides, amb outliers de "
+           f"{fmt.number(p['outliers'])}× (en un altre color, a la vora). A INT4 arrodoneixen a zero "
+           f"el {fmt.percent(zeroed[1])} dels pesos normals amb una escala per tensor i el {fmt.percent(zeroed[2])} "
+           f"amb una per grup" + (f", i el {fmt.percent(zeroed[3])} amb {HANDLING[p['outlier_handling']]}" if len(lines) > 3 else "")
+           + f". Pèrdua a INT4: {fmt.number(v['loss_int4'], 3)} nats contra {fmt.number(v['loss_original'], 3)}.")
+    return plot.render("Un outlier estira la graella del seu grup", alt), alt
 
 
 def _tables(p: dict, v: dict) -> str:
     rows = "".join(
         f"<tr><td>{label}</td><td>{fmt.number(v['loss_' + k], 3)}</td><td>{fmt.number(v['degradation_' + k], 3)}</td>"
-        f"<td>{fmt.percent(v['memory_' + k])}</td></tr>" for k, (label, _) in FORMATS.items())
-    return ("<table><thead><tr><th>Format</th><th>pèrdua (nats)</th><th>degradació</th><th>memòria contra BF16</th>"
-            f"</tr></thead><tbody><tr><td>original (float32)</td><td>{fmt.number(v['loss_original'], 3)}</td>"
-            f"<td>—</td><td>200 %</td></tr>{rows}</tbody></table>")
+        f"<td>{fmt.number(v['bits_' + k], 2)}</td><td>{fmt.percent(v['memory_' + k])}</td></tr>" for k, label in LABELS.items())
+    return ("<table><thead><tr><th>Format</th><th>pèrdua (nats)</th><th>degradació</th><th>bits per pes</th>"
+            f"<th>memòria contra BF16</th></tr></thead><tbody><tr><td>original (float32)</td>"
+            f"<td>{fmt.number(v['loss_original'], 3)}</td><td>—</td><td>32</td><td>200 %</td></tr>{rows}</tbody></table>")
 
 
 PARAMS = (
     Param("granularity", "choice", "group", "Gra de l'escala",
           choices=(("tensor", "una escala per tensor"), ("group", "una escala per grup")),
           help="Només importa amb formats amb escala (FP8, INT8, INT4, NF4)."),
-    Param("group", "int", 64, "Mida del grup", min=8, max=128, ticks=(8, 16, 32, 64, 128), unit="pesos"),
+    Param("group", "int", 64, "Mida del grup", min=8, max=128, ticks=(8, 16, 32, 64, 128), unit="pesos",
+          help="Pesos seguits d'una mateixa sortida, al llarg de l'entrada, que comparteixen escala."),
     Param("outliers", "float", 40.0, "Magnitud dels outliers", min=1.0, max=100.0,
           ticks=(1.0, 2.0, 5.0, 10.0, 20.0, 40.0, 100.0), unit="×",
-          help="Factor de tres canals. A 1 no n'hi ha cap."),
+          help="Factor de tres canals d'entrada. A 1 no n'hi ha cap."),
+    Param("outlier_handling", "choice", "none", "Tractament dels outliers", choices=tuple(HANDLING.items()),
+          help="LLM.int8 guarda en 16 bits els canals extrems; SmoothQuant els reescala abans d'arrodonir."),
 )
 
 OUTPUTS = (
@@ -166,12 +228,17 @@ OUTPUTS = (
     Output("loss_int4", "pèrdua a INT4", "nats", 3),
     Output("degradation_int4", "degradació a INT4", "nats", 3),
     Output("memory_int4", "memòria a INT4, contra BF16", decimals=1, style="pct"),
+    Output("bits_int4", "bits per pes a INT4", "bits", 2),
+    Output("kept_channels", "canals en 16 bits", decimals=0),
     Output("outlier_ratio", "ràtio d'outliers", "×", 1),
     Output("loss_int8", "pèrdua a INT8", "nats", 3, panel=False),
     Output("degradation_int8", "degradació a INT8", "nats", 3, panel=False),
     Output("degradation_bf16", "degradació a BF16", "nats", 4, panel=False),
     Output("degradation_fp8", "degradació a FP8", "nats", 3, panel=False),
     Output("degradation_nf4", "degradació a NF4", "nats", 3, panel=False),
+    Output("memory_nf4", "memòria a NF4, contra BF16", decimals=1, style="pct", panel=False),
+    Output("bits_nf4", "bits per pes a NF4", "bits", 2, panel=False),
+    Output("bits_int8", "bits per pes a INT8", "bits", 2, panel=False),
     Output("bigram", "fita del bigrama", "nats", 2, panel=False),
 )
 
