@@ -19,9 +19,10 @@ def test_worked_example_widget_builds(tmp_path):
     guide = (ROOT / "docs" / "contribuir.md").read_text()
     code = re.search(r'```python title="widgets_py/kv_size.py"\n(.*?)```', guide, re.S).group(1)
     project = tmp_path / "project"
-    for part in ("docs", "widgets_py", "build_hooks", "corpus", "mkdocs.yml"):
+    for part in ("docs", "widgets_py", "build_hooks", "corpus", "includes", "mkdocs.yml"):
         src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, project / part)
+        if src.exists():  # includes/: snippets mkdocs.yml watches, when the site has them
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, project / part)
     (project / "widgets_py" / "kv_size.py").write_text(code)
     with open(project / "widgets_py" / "widgets.py", "a") as f:
         f.write("from . import kv_size  # noqa: E402,F401\n")

@@ -6,13 +6,13 @@ from widgets_py import formatted, run
 
 
 def test_seed_defaults():
-    v = run("cost").values  # Llama 3 70B, 8 × H100 80 GB, 8 k, 32 sequences, bf16, 15 %, 3 $
+    v = run("cost").values  # Llama 3 70B, 8 × H100 SXM, 8 k, 32 sequences, bf16, 15 %, 3 $
     text = formatted("cost", v)
     assert round(v["memory_needed_gb"]) == 261 and v["fits"]
     assert v["sequences_fit"] == 154
-    assert round(v["throughput"]) == 3778
-    assert text["ttft_s"] == "0,15 s" and text["tpot_one_ms"] == "5,4 ms"
-    assert text["dollars_per_m"] == "1,76 dòlars"
+    assert round(v["throughput"]) == 3813
+    assert text["ttft_s"] == "0,14 s" and text["tpot_one_ms"] == "5,3 ms"
+    assert text["dollars_per_m"] == "1,75 dòlars"
     assert round(v["kv_gb"], 1) == 85.9
     assert round(v["crossover_one"] / 1e3, 1) == 430.6 and round(v["crossover_batch"] / 1e3, 1) == 13.5
 
@@ -25,11 +25,38 @@ def test_shares_add_up_and_fp8_cache_halves_it():
     assert fp8["throughput"] > v["throughput"]
 
 
-def test_moe_reads_active_but_stores_total():
+def test_moe_reads_active_alone_but_most_experts_in_a_batch():
     v = run("cost", {"model": "deepseek-v3"}).values
     assert v["params_total"] > 10 * v["params_active"]
     assert not v["fits"] and v["sequences_fit"] == 0
     assert v["tps_one"] > run("cost").values["tps_one"]  # fewer bytes per token than Llama 3 70B
+    assert 430 * 2 < v["weights_read_batch_gb"] < 437 * 2  # 32 sequences: ~434 G parameters in bf16
+    assert v["batch_gain"] < 3  # not ×28: the batch reads most experts
+
+
+def test_mixtral_row_follows_the_expert_reads():
+    # Issue 10: on 8 H100 SXM at 8 k and 32 sequences, ~6.7 k tok/s and ~1 $/M (not 14,265 and 0.47)
+    v = run("cost", {"model": "mixtral-8x7b"}).values
+    assert 6600 <= v["throughput"] <= 6850
+    assert 0.95 <= v["dollars_per_m"] <= 1.05
+
+
+def test_presets_stay_within_each_model_context():
+    from widgets_py.cost import _presets
+    from widgets_py.hardware import MODELS
+
+    rows = dict(_presets({"gpu": "h100-80gb", "concurrency": 32, "weight_format": "bf16", "kv_format": "bf16",
+                          "overhead_pct": 15, "price": 3.0}))
+    assert rows["gpt2-xl"]["context_used"] == 1024  # GPT-2 XL never runs at 8 k
+    assert all(r["context_used"] <= MODELS[k].max_context for k, r in rows.items())
+    assert "1.024" in run("cost").tables  # and the table says which context each row used
+
+
+def test_context_past_the_limit_is_clamped_and_said():
+    v = run("cost", {"context": 131072}).values
+    assert v["context_used"] == 8192 and "només admet" in v["context_note"]
+    long = run("cost", {"model": "llama-3.1-70b", "context": 131072}).values
+    assert long["context_used"] == 131072 and long["kv_gb"] == pytest.approx(16 * v["kv_gb"])
 
 
 def test_dollars_scale_with_price_and_gpus():

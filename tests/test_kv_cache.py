@@ -3,6 +3,7 @@
 import pytest
 
 from widgets_py import run
+from widgets_py.hardware import MODELS, counts
 from widgets_py.kv_cache import fill, prefix_caching
 
 import numpy as np
@@ -54,3 +55,20 @@ def test_cache_format_is_linear_in_bytes():
 def test_seeded_and_deterministic():
     assert run("kv_cache", {"seed": 3}).values == run("kv_cache", {"seed": 3}).values
     assert run("kv_cache", {"seed": 3}).values != run("kv_cache", {"seed": 4}).values
+
+
+def test_ttft_by_hand_counts_the_cache_written_and_the_prefix_read():
+    v = run("kv_cache").values  # Llama 3 70B, bf16 weights and cache, H100 SXM
+    c = counts(MODELS["llama-3-70b"])
+    def prefill(new, cached):  # the cache moved (written and reused) + the matmuls' roofline
+        return (new + cached) * 327_680 / 3350e9 + max(new * 2 * (c.total - c.lookup) / 990e12,
+                                                       2 * (c.total - c.lookup + new * 8192) / 3350e9)
+    assert v["ttft_without_ms"] == pytest.approx(1e3 * prefill(2040, 0))
+    assert v["ttft_with_ms"] == pytest.approx(1e3 * prefill(40, 2000))
+
+
+def test_context_past_the_model_limit_is_clamped_with_a_note():
+    r = run("kv_cache", {"model": "gpt2-xl", "max_context": 8192})
+    assert r.values["context_used"] == 1024 and r.values["len_max"] <= 1024
+    assert r.values["prefix_used"] == 1024 - 40  # the shared prompt fits its positions too
+    assert "només admet" in r.values["context_note"] and "només admet" in r.alt

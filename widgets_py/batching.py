@@ -1,8 +1,12 @@
 """§3 Continuous batching: the same queue served by static and continuous batching.
 
-Costs come from the §1 roofline of Llama 3 8B on one H100 80 GB: a decode iteration
-reads the weights once (bytes / bandwidth), and each prefill token costs 2·N FLOPs at
-the peak. The simulator itself is `batching_sim.simulate`.
+Costs come from `serving` for Llama 3 8B in bf16 on one H100 SXM: a decode iteration is
+the step of a full batch of `slots` sequences at a typical context, and each prefill
+token adds the slope of the prefill time. The simulator itself is `batching_sim.simulate`.
+
+Chunked prefill is measured as SARATHI-Serve measures it: under sustained load (Poisson
+arrivals), with a share of long prompts, the p99 of the time between two tokens of the
+running answers; and its price, the long prompts' own time to first token.
 """
 
 from __future__ import annotations
@@ -13,57 +17,73 @@ import numpy as np
 
 from . import fmt
 from .batching_sim import Request, Run, simulate
-from .hardware import GPUS, MODELS, param_counts
+from .hardware import MODELS
 from .lengths import long_tail
 from .params import Output, Param
 from .registry import Widget, register
+from .serving import Setup, decode_step, ttft
 from .svg import Plot
 
-COST_MODEL, COST_GPU = "llama-3-8b", "h100-80gb"
+SETUP = Setup("llama-3-8b", "h100-80gb", "bf16", "bf16")  # the served model, GPU and formats
 PROMPT = 256  # prompt tokens of an ordinary request
-LONG_PROMPT = 8192  # the long prompt that enters mid-run in the chunked-prefill experiment
+LONG_PROMPT = 4096  # prompt tokens of a long request (a document to summarise)
 OUT_MEDIAN, OUT_SIGMA, OUT_MIN, OUT_MAX = 50, 1.4, 8, 390  # output law: many short, a long tail
+SUSTAINED_GAP_MS = 40.0  # mean arrival gap of the chunked-prefill scenario: the batch stays busy
 SLOT_SWEEP = (1, 2, 4, 8, 16, 32, 64)
+assert LONG_PROMPT + OUT_MAX <= MODELS[SETUP.model].max_context  # every request fits the model
 
 
-def costs() -> tuple[float, float]:
-    """(ms per decode iteration, ms per prefill token) from the roofline of the cost model."""
-    n, g = param_counts(MODELS[COST_MODEL])[1], GPUS[COST_GPU]
-    return 1e3 * 2.0 * n / g.bandwidth, 1e3 * 2.0 * n / g.flops_bf16
+def costs(slots: int) -> tuple[float, float]:
+    """(ms per decode iteration, ms per prefill token), from the serving roofline.
+
+    An iteration costs the step of a full batch at the typical context (prompt + median
+    answer): the weights dominate, so a half-empty batch costs about the same (§1).
+    """
+    decode_ms = 1e3 * decode_step(SETUP, slots, PROMPT + OUT_MEDIAN)
+    per_token = 1e3 * (ttft(SETUP, 2 * LONG_PROMPT) - ttft(SETUP, LONG_PROMPT)) / LONG_PROMPT  # the slope
+    return decode_ms, per_token
 
 
-def workload(n: int, variability: float, gap_ms: float, seed: int) -> list[Request]:
+def workload(n: int, variability: float, gap_ms: float, seed: int, long_share: float = 0.0) -> list[Request]:
+    """n requests: long-tailed answers, Poisson arrivals, a share of them with long prompts."""
     rng = np.random.default_rng(seed)
     outputs = long_tail(rng, n, OUT_MEDIAN, OUT_SIGMA, OUT_MIN, OUT_MAX, variability, constant=100)  # [n]
     gaps = rng.exponential(gap_ms, n) if gap_ms > 0 else np.zeros(n)  # [n] Poisson arrivals
     arrivals = np.cumsum(gaps) - gaps[0]  # [n] the first request arrives at 0
-    return [Request(i, float(arrivals[i]), PROMPT, int(outputs[i])) for i in range(n)]
-
-
-def with_long_prompt(reqs: list[Request]) -> list[Request]:
-    """The same queue with one request's prompt made long, a quarter of the way in."""
-    i = len(reqs) // 4
-    long = Request(reqs[i].id, reqs[i].arrival_ms, LONG_PROMPT, reqs[i].output)
-    return reqs[:i] + [long] + reqs[i + 1:]
+    long = rng.random(n) < long_share  # [n] which requests bring a long prompt
+    return [Request(i, float(arrivals[i]), LONG_PROMPT if long[i] else PROMPT, int(outputs[i])) for i in range(n)]
 
 
 @lru_cache(maxsize=64)
-def served(requests: int, variability: int, gap: str, seed: int, slots: int, continuous: bool,
-           chunk: int | None = None, long_prompt: bool = False) -> Run:
-    """One simulation, memoised: the values, the grid and the slot sweep share runs."""
-    decode_ms, prefill_ms = costs()
-    reqs = workload(requests, variability / 100, float(gap), seed)
-    return simulate(with_long_prompt(reqs) if long_prompt else reqs, slots, continuous, decode_ms, prefill_ms, chunk)
+def served(requests: int, variability: int, gap: str, seed: int, slots: int, continuous: bool) -> Run:
+    """One run of the queue, memoised: the values, the grid and the slot sweep share runs."""
+    decode_ms, prefill_ms = costs(slots)
+    return simulate(workload(requests, variability / 100, float(gap), seed), slots, continuous, decode_ms, prefill_ms)
+
+
+@lru_cache(maxsize=64)
+def sustained(requests: int, variability: int, seed: int, slots: int, long_pct: int, chunk: int | None) -> Run:
+    """The chunked-prefill scenario: continuous batching under load, long prompts mixed in."""
+    decode_ms, prefill_ms = costs(slots)
+    reqs = workload(requests, variability / 100, SUSTAINED_GAP_MS, seed, long_pct / 100)
+    return simulate(reqs, slots, True, decode_ms, prefill_ms, chunk)
+
+
+def long_ttft_s(run: Run) -> float:
+    """Median time to first token of the long-prompt requests (0 when there are none)."""
+    ttfts = [r.first_token_ms - r.arrival_ms for r in run.requests if r.prompt == LONG_PROMPT]
+    return float(np.median(ttfts)) / 1e3 if ttfts else 0.0
 
 
 def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, chunked: bool,
-             chunk_tokens: int, seed: int) -> dict:
-    decode_ms, prefill_ms = costs()
+             chunk_tokens: int, long_pct: int, seed: int) -> dict:
+    decode_ms, prefill_ms = costs(slots)
     queue = (requests, variability, arrival_gap_ms, seed, slots)
     static = served(*queue, False).metrics(slots)
     cont = served(*queue, True).metrics(slots)
-    whole = served(*queue, True, None, True).metrics(slots)
-    chunk = served(*queue, True, chunk_tokens, True).metrics(slots)
+    load = (requests, variability, seed, slots, long_pct)
+    whole_run, chunk_run = sustained(*load, None), sustained(*load, chunk_tokens)
+    whole, chunk = whole_run.metrics(slots), chunk_run.metrics(slots)
     current = chunk if chunked else whole
     outputs = [r.output for r in served(*queue, True).requests]
     values = {f"static_{k}": v for k, v in static.items()} | {f"continuous_{k}": v for k, v in cont.items()}
@@ -74,7 +94,11 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
         "gap_max_ms": current["gap_max_ms"], "gap_p99_ms": current["gap_p99_ms"],
         "gap_max_whole_ms": whole["gap_max_ms"], "gap_max_chunked_ms": chunk["gap_max_ms"],
         "gap_p99_whole_ms": whole["gap_p99_ms"], "gap_p99_chunked_ms": chunk["gap_p99_ms"],
+        "gap_p50_whole_ms": whole["gap_p50_ms"], "gap_p50_chunked_ms": chunk["gap_p50_ms"],
         "throughput_whole": whole["throughput"], "throughput_chunked": chunk["throughput"],
+        "long_ttft_whole_s": long_ttft_s(whole_run), "long_ttft_chunked_s": long_ttft_s(chunk_run),
+        "long_requests": sum(r.prompt == LONG_PROMPT for r in whole_run.requests),
+        "long_prompt": LONG_PROMPT, "sustained_gap_ms": SUSTAINED_GAP_MS,
     }
 
 
@@ -136,14 +160,17 @@ def _tables(p: dict, v: dict) -> str:
         rows += (f"<tr><td>{name}</td><td>{fmt.number(v[k + '_throughput'])}</td><td>{fmt.number(v[k + '_iterations'])}</td>"
                  f"<td>{fmt.number(v[k + '_occupied'], 1)} de {p['slots']}</td>"
                  f"<td>{fmt.with_unit(v[k + '_ttft_p95_s'], 2, 's')}</td><td>{fmt.with_unit(v[k + '_latency_p95_s'], 2, 's')}</td></tr>")
-    chunks = (f"<tr><td>prompt sencer</td><td>{fmt.with_unit(v['gap_max_whole_ms'], 1, 'ms')}</td>"
-              f"<td>{fmt.with_unit(v['gap_p99_whole_ms'], 1, 'ms')}</td><td>{fmt.number(v['throughput_whole'])}</td></tr>"
-              f"<tr><td>trossos de {fmt.number(p['chunk_tokens'])}</td><td>{fmt.with_unit(v['gap_max_chunked_ms'], 1, 'ms')}</td>"
-              f"<td>{fmt.with_unit(v['gap_p99_chunked_ms'], 1, 'ms')}</td><td>{fmt.number(v['throughput_chunked'])}</td></tr>")
+    chunks = "".join(
+        f"<tr><td>{name}</td><td>{fmt.with_unit(v['gap_p50_' + k + '_ms'], 1, 'ms')}</td>"
+        f"<td>{fmt.with_unit(v['gap_p99_' + k + '_ms'], 1, 'ms')}</td><td>{fmt.with_unit(v['gap_max_' + k + '_ms'], 1, 'ms')}</td>"
+        f"<td>{fmt.with_unit(v['long_ttft_' + k + '_s'], 2, 's')}</td><td>{fmt.number(v['throughput_' + k])}</td></tr>"
+        for name, k in (("prompt sencer", "whole"), (f"trossos de {fmt.number(p['chunk_tokens'])}", "chunked")))
     return ("<table><thead><tr><th></th><th>tok/s</th><th>iteracions</th><th>ranures ocupades</th>"
             f"<th>TTFT p95</th><th>latència p95</th></tr></thead><tbody>{rows}</tbody></table>"
-            f"<table><thead><tr><th>Prefill de {fmt.tokens(LONG_PROMPT)} tokens</th><th>pitjor interval</th>"
-            f"<th>p99 de l'interval</th><th>tok/s</th></tr></thead><tbody>{chunks}</tbody></table>")
+            f"<table><caption>Amb càrrega sostinguda ({fmt.number(SUSTAINED_GAP_MS)} ms entre arribades de mitjana) "
+            f"i {v['long_requests']} prompts de {fmt.tokens(LONG_PROMPT)} tokens: interval entre tokens</caption>"
+            "<thead><tr><th>Prefill</th><th>mediana</th><th>p99</th><th>pitjor</th>"
+            f"<th>TTFT dels prompts llargs</th><th>tok/s</th></tr></thead><tbody>{chunks}</tbody></table>")
 
 
 PARAMS = (
@@ -158,6 +185,8 @@ PARAMS = (
           help="Trosseja els prefills llargs perquè no aturin els decodes en curs."),
     Param("chunk_tokens", "int", 512, "Tokens de prefill per iteració", min=64, max=4096,
           ticks=(64, 128, 256, 512, 1024, 2048, 4096)),
+    Param("long_pct", "int", 20, "Peticions amb prompt llarg", min=0, max=50, step=5, unit="%",
+          help="Només a l'experiment del chunked prefill, amb arribades seguides."),
     Param("seed", "int", 10, "Llavor", min=0, max=999),
 )
 
@@ -169,8 +198,8 @@ OUTPUTS = (
     Output("continuous_idle", "ranures ocioses, continu", style="pct"),
     Output("static_latency_p95_s", "latència p95, estàtic", "s", 2),
     Output("continuous_latency_p95_s", "latència p95, continu", "s", 2),
-    Output("gap_max_ms", "pitjor interval entre tokens", "ms", 1),
-    Output("gap_p99_ms", "p99 de l'interval", "ms", 1),
+    Output("gap_p99_ms", "p99 de l'interval entre tokens, amb càrrega", "ms", 1),
+    Output("gap_max_ms", "pitjor interval entre tokens, amb càrrega", "ms", 1),
     Output("continuous_drain_idle", "ocioses en el buidatge final, continu", style="pct", panel=False),
     Output("static_drain_idle", "ocioses en l'últim lot, estàtic", style="pct", panel=False),
     Output("static_iterations", "iteracions, estàtic", panel=False),
@@ -186,6 +215,15 @@ OUTPUTS = (
     Output("gap_max_chunked_ms", "pitjor interval, trossejat", "ms", 1, panel=False),
     Output("throughput_whole", "throughput, prompt sencer", "tok/s", 0, panel=False),
     Output("throughput_chunked", "throughput, trossejat", "tok/s", 0, panel=False),
+    Output("gap_p99_whole_ms", "p99 de l'interval, prompt sencer", "ms", 1, panel=False),
+    Output("gap_p99_chunked_ms", "p99 de l'interval, trossejat", "ms", 1, panel=False),
+    Output("gap_p50_whole_ms", "mediana de l'interval, prompt sencer", "ms", 1, panel=False),
+    Output("gap_p50_chunked_ms", "mediana de l'interval, trossejat", "ms", 1, panel=False),
+    Output("long_ttft_whole_s", "TTFT dels prompts llargs, sencer", "s", 2, panel=False),
+    Output("long_ttft_chunked_s", "TTFT dels prompts llargs, trossejat", "s", 2, panel=False),
+    Output("long_requests", "peticions amb prompt llarg", panel=False),
+    Output("long_prompt", "prompt llarg", "tokens", panel=False),
+    Output("sustained_gap_ms", "temps entre arribades amb càrrega", "ms", 0, panel=False),
 )
 
 WIDGET = register(Widget(

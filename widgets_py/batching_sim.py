@@ -1,9 +1,9 @@
 """An iteration-level serving simulator: static vs continuous batching, chunked prefill.
 
 The engine steps through forward passes (iterations) of a batch of `slots`. Its one
-hypothesis is the one §1 measures: a decode iteration costs the same whatever the
-number of occupied slots (the weights are read once); prefill adds time in proportion
-to the prompt tokens processed in that iteration. Runs of plain decode iterations are
+hypothesis is the one §1 measures: a decode iteration costs about the same whatever the
+number of occupied slots (the weights are read once for all); prefill adds time in
+proportion to the prompt tokens processed in that iteration. Runs of plain decode iterations are
 skipped in one step up to the next event (a finish or an arrival), as event-driven
 simulators do, so the cost grows with the number of requests, not of tokens.
 """
@@ -62,6 +62,7 @@ class Run:
             "ttft_p95_s": float(np.percentile(ttft, 95)) / 1e3,
             "latency_p95_s": float(np.percentile(latency, 95)) / 1e3,
             "gap_max_ms": float(gap_values.max()),
+            "gap_p50_ms": weighted_percentile(gap_values, gap_counts, 50),
             "gap_p99_ms": weighted_percentile(gap_values, gap_counts, 99),
         }
 

@@ -1,8 +1,9 @@
 """§7 What it costs: memory needed, throughput, and dollars per million output tokens.
 
-Two formulas: memory ≈ weights + KV cache + activations + overhead, and
-tokens/s ≈ bandwidth / bytes read per token (the §1 roofline, with the GPUs' FLOPs and
-bandwidths added up: tensor-parallel communication is left out, so these are ceilings).
+Two formulas: memory ≈ weights + KV cache + activations + overhead, and the §1 roofline
+step of `serving` with the GPUs' FLOPs and bandwidths added up (tensor-parallel
+communication is left out, so these are ceilings). A mixture-of-experts model stores all
+its experts; a decode step reads those its batch uses.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import math
 import numpy as np
 
 from . import fmt
-from .hardware import FORMATS, GPUS, MODELS, ModelCard, param_counts
-from .kv_cache import CACHE_FORMATS
+from .hardware import GPUS, MODELS, ModelCard, counts
 from .params import Output, Param
 from .registry import Widget, register
-from .roofline import step_time
+from .serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step,
+                      format_choices, kv_bytes_per_token, params_read, ttft)
 from .svg import Plot, log_ticks
 
-PRESET_CONTEXT, PRESET_GPUS = 8192, 8  # the side-by-side table: 8 k tokens on 8 GPUs
+PRESET_CONTEXT, PRESET_GPUS = 8192, 8  # the side-by-side table: 8 k tokens (or the model's limit) on 8 GPUs
 PRESETS = ("gpt2-xl", "llama-3-70b", "mixtral-8x7b", "deepseek-v3")
 
 
@@ -33,52 +34,53 @@ def activation_bytes(m: ModelCard, context: int) -> float:
 
 def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, weight_format: str,
             kv_format: str, overhead_pct: float, price: float) -> dict:
-    m, g = MODELS[model], GPUS[gpu]
-    total, active = param_counts(m)
-    bpp, kvb = FORMATS[weight_format][1], CACHE_FORMATS[kv_format][1]
-    kv_token = m.kv_scalars() * m.n_layers * kvb  # bytes per token of context
-    weights = total * bpp  # all experts must be resident
+    m, s = MODELS[model], Setup(model, gpu, weight_format, kv_format, n_gpus)
+    context, note = clamp_context(m, context)
+    c, bpp = counts(m), FORMATS[weight_format].nbytes
+    kv_token = kv_bytes_per_token(m, kv_format)  # bytes per token of context
+    weights = c.total * bpp  # all experts must be resident
     kv_seq = kv_token * context
     act_seq = activation_bytes(m, context)
     oh = overhead_pct / 100
-    memory, bandwidth, peak = n_gpus * g.memory, n_gpus * g.bandwidth, n_gpus * g.flops_bf16
     base = weights + concurrency * (kv_seq + act_seq)
     needed = base * (1 + oh)
-    fit = max(0, math.floor((memory / (1 + oh) - weights) / (kv_seq + act_seq)))
-    read = active * bpp  # bytes of weights read per decode step
-    t_one = step_time(2.0 * active, read + kv_seq, peak, bandwidth)
-    t_batch = step_time(2.0 * active * concurrency, read + concurrency * kv_seq, peak, bandwidth)
+    fit = max(0, math.floor((s.memory / (1 + oh) - weights) / (kv_seq + act_seq)))
+    read_one, read_batch = params_read(m, 1) * bpp, params_read(m, concurrency) * bpp  # weight bytes per step
+    t_one, t_batch = decode_step(s, 1, context), decode_step(s, concurrency, context)
     throughput = concurrency / t_batch
     tokens_per_hour = throughput * 3600
     return {
-        "params_total": total, "params_active": active,
-        "memory_needed_gb": needed / 1e9, "memory_gb": memory / 1e9, "bandwidth_gbs": bandwidth / 1e9,
-        "fits": needed <= memory, "sequences_fit": fit,
+        "params_total": c.total, "params_active": c.active,
+        "memory_needed_gb": needed / 1e9, "memory_gb": s.memory / 1e9, "bandwidth_gbs": s.bandwidth / 1e9,
+        "fits": needed <= s.memory, "sequences_fit": fit,
         "weights_gb": weights / 1e9, "kv_gb": concurrency * kv_seq / 1e9, "kv_seq_gb": kv_seq / 1e9,
         "activations_gb": concurrency * act_seq / 1e9, "overhead_gb": base * oh / 1e9,
         "weights_share": weights / needed, "kv_share": concurrency * kv_seq / needed,
         "activations_share": concurrency * act_seq / needed, "overhead_share": base * oh / needed,
-        "read_per_token_gb": (read + kv_seq) / 1e9,
+        "read_per_token_gb": (read_one + kv_seq) / 1e9, "weights_read_batch_gb": read_batch / 1e9,
         "tps_one": 1 / t_one, "throughput": throughput, "batch_gain": throughput * t_one,
-        "ttft_s": step_time(2.0 * active * context, read + kv_seq, peak, bandwidth),
+        "ttft_s": ttft(s, context),
         "tpot_one_ms": 1e3 * t_one, "tpot_ms": 1e3 * t_batch,
         "dollars_per_hour": price * n_gpus, "tokens_per_hour_m": tokens_per_hour / 1e6,
         "dollars_per_m": price * n_gpus / tokens_per_hour * 1e6,
         "kv_to_weights": concurrency * kv_seq / weights,
         "crossover_one": weights / kv_token, "crossover_batch": weights / (kv_token * concurrency),
-        "gpu_intensity": g.flops_bf16 / g.bandwidth,
+        "gpu_intensity": s.g.flops_bf16 / s.g.bandwidth,
+        "context_used": context, "context_note": note,
     }
 
 
 def _presets(p: dict) -> list[tuple[str, dict]]:
-    return [(key, serving(key, p["gpu"], PRESET_GPUS, PRESET_CONTEXT, p["concurrency"], p["weight_format"],
-                          p["kv_format"], p["overhead_pct"], p["price"])) for key in PRESETS]
+    """Each preset at 8 k tokens, or at its own context limit when it has fewer positions."""
+    return [(key, serving(key, p["gpu"], PRESET_GPUS, min(PRESET_CONTEXT, MODELS[key].max_context),
+                          p["concurrency"], p["weight_format"], p["kv_format"], p["overhead_pct"], p["price"]))
+            for key in PRESETS]
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     ctx = np.logspace(np.log10(256), np.log10(1 << 20), 60)  # [60] context lengths
-    kv = v["kv_seq_gb"] / p["context"] * ctx * p["concurrency"]  # [60] GB
-    total = (v["weights_gb"] + kv + v["activations_gb"] / p["context"] * ctx) * (1 + p["overhead_pct"] / 100)
+    kv = v["kv_seq_gb"] / v["context_used"] * ctx * p["concurrency"]  # [60] GB
+    total = (v["weights_gb"] + kv + v["activations_gb"] / v["context_used"] * ctx) * (1 + p["overhead_pct"] / 100)
     lo = min(kv.min(), v["weights_gb"]) / 2
     hi = max(total.max(), v["memory_gb"]) * 2
     plot = Plot(height=300).scales((256, 1 << 20), (lo, hi), xlog=True, ylog=True)
@@ -93,10 +95,16 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     plot.text(plot.x(300), plot.y(v["memory_gb"]) - 6, f"el que tens: {fmt.number(v['memory_gb'])} GB", "start", "tw-note")
     plot.text(plot.x(ctx[-1]) - 4, plot.y(kv[-1]) + 16, f"cache de {p['concurrency']} seq.", "end", "tw-note tw-s1")
     plot.text(plot.x(ctx[40]), plot.y(total[40]) - 8, "total", "end", "tw-note tw-s3")
-    plot.dot(p["context"], v["memory_needed_gb"], "tw-s3")
+    limit = MODELS[p["model"]].max_context
+    if limit < 1 << 20:  # beyond its positions the model cannot go: the curves are hypothetical there
+        plot.parts.append(f'<line class="tw-limit" x1="{plot.x(limit)}" y1="{plot.top}" x2="{plot.x(limit)}" '
+                          f'y2="{plot.height - plot.bottom}" stroke-dasharray="2 4"/>')
+        plot.text(plot.x(limit) + 4, plot.top + 14, f"límit del model: {fmt.tokens(limit)}", "start", "tw-note")
+    plot.dot(v["context_used"], v["memory_needed_gb"], "tw-s3")
     memory_svg = plot.render("On va la memòria a mesura que creix el context",
                              f"Pesos {fmt.number(v['weights_gb'], 1)} GB; el cache de {p['concurrency']} seqüències "
-                             f"els iguala a {fmt.si(v['crossover_batch'], 1)} tokens de context.")
+                             f"els iguala a {fmt.si(v['crossover_batch'], 1)} tokens de context; el model admet "
+                             f"fins a {fmt.tokens(limit)} tokens.")
     return memory_svg + _presets_svg(p), _alt(v)
 
 
@@ -117,35 +125,41 @@ def _presets_svg(p: dict) -> str:
         plot.text(plot.width - plot.right + 6, y + 16, f"{fmt.number(r['memory_needed_gb'])} GB · {price}", "start", "tw-note")
     plot.parts.append(f'<line class="tw-limit" x1="{x_have}" y1="16" x2="{x_have}" y2="{plot.height - 10}" stroke-dasharray="6 4"/>')
     plot.text(x_have, 14, f"{fmt.number(have)} GB", "middle", "tw-note")
-    return plot.render(f"Els quatre models a {fmt.tokens(PRESET_CONTEXT)} tokens en {PRESET_GPUS} GPUs",
-                       "; ".join(f"{MODELS[k].label}: {fmt.number(r['memory_needed_gb'])} GB" for k, r in rows))
+    return plot.render(f"Els quatre models a {fmt.tokens(PRESET_CONTEXT)} tokens (o al seu límit) en {PRESET_GPUS} GPUs",
+                       "; ".join(f"{MODELS[k].label} a {fmt.number(r['context_used'])} tokens: "
+                                 f"{fmt.number(r['memory_needed_gb'])} GB" for k, r in rows))
 
 
 def _alt(v: dict) -> str:
     return (f"Calen {fmt.number(v['memory_needed_gb'])} GB de {fmt.number(v['memory_gb'])}; "
-           f"{fmt.number(v['throughput'])} tok/s; {fmt.with_unit(v['dollars_per_m'], 2, 'dòlars')} per milió de tokens.")
+            f"{fmt.number(v['throughput'])} tok/s; {fmt.with_unit(v['dollars_per_m'], 2, 'dòlars')} per milió de tokens. "
+            f"Context: {v['context_note']}.")
 
 
 def _tables(p: dict, v: dict) -> str:
-    parts = (("Pesos", "weights", f"{fmt.si(v['params_total'], 2)} × {fmt.number(FORMATS[p['weight_format']][1], 1)} bytes"),
-             ("KV-cache", "kv", f"{fmt.tokens(p['context'])} tokens × {p['concurrency']} seqüències"),
+    parts = (("Pesos", "weights", f"{fmt.si(v['params_total'], 2)} × {fmt.number(FORMATS[p['weight_format']].nbytes, 1)} bytes"),
+             ("KV-cache", "kv", f"{fmt.tokens(v['context_used'])} tokens × {p['concurrency']} seqüències"),
              ("Activacions", "activations", "buffers d'un pas de decode"),
              (f"Overhead ({fmt.number(p['overhead_pct'])} %)", "overhead", "fragmentació i runtime"))
     rows = "".join(f"<tr><td>{name}</td><td>{fmt.with_unit(v[k + '_gb'], 2, 'GB')}</td>"
                    f"<td>{fmt.percent(v[k + '_share'], 1)}</td><td>{why}</td></tr>" for name, k, why in parts)
     presets = ""
     for key, r in _presets(p):
-        presets += (f"<tr><td>{MODELS[key].label}</td><td>{fmt.with_unit(r['weights_gb'], 0, 'GB')}</td>"
+        presets += (f"<tr><td>{MODELS[key].label}</td><td>{fmt.number(r['context_used'])}</td>"
+                    f"<td>{fmt.with_unit(r['weights_gb'], 0, 'GB')}</td>"
                     f"<td>{fmt.with_unit(r['kv_seq_gb'], 2, 'GB')}</td>"
                     f"<td>{r['sequences_fit'] if r['sequences_fit'] else 'no hi cap'}</td>"
-                    f"<td>{fmt.number(r['tps_one'], 1)}</td><td>{fmt.with_unit(r['ttft_s'], 2, 's')}</td>"
+                    f"<td>{fmt.number(r['tps_one'], 1)}</td><td>{fmt.number(r['throughput'])}</td>"
+                    f"<td>{fmt.with_unit(r['ttft_s'], 2, 's')}</td>"
                     f"<td>{fmt.number(r['dollars_per_m'], 2) if r['fits'] else '—'}</td></tr>")
     g = GPUS[p["gpu"]]
-    return ("<table><thead><tr><th>Component</th><th>bytes</th><th>del total</th><th>d'on surt</th></tr></thead>"
+    return (f"<p class=\"tw-note\">Context: {v['context_note']}.</p>"
+            "<table><thead><tr><th>Component</th><th>bytes</th><th>del total</th><th>d'on surt</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>"
-            f"<table><caption>Els quatre models a {fmt.tokens(PRESET_CONTEXT)} tokens, {PRESET_GPUS} × {g.label}, "
-            f"{p['concurrency']} seqüències</caption><thead><tr><th>Model</th><th>pesos</th><th>cache/seq</th>"
-            f"<th>seq. que hi caben</th><th>tok/s (1 seq)</th><th>TTFT</th><th>dòlars/M</th></tr></thead>"
+            f"<table><caption>Els quatre models a {fmt.tokens(PRESET_CONTEXT)} tokens o al seu límit, "
+            f"{PRESET_GPUS} × {g.label}, {p['concurrency']} seqüències</caption><thead><tr><th>Model</th>"
+            "<th>context</th><th>pesos</th><th>cache/seq</th><th>seq. que hi caben</th><th>tok/s (1 seq)</th>"
+            f"<th>tok/s ({p['concurrency']} seq)</th><th>TTFT</th><th>dòlars/M</th></tr></thead>"
             f"<tbody>{presets}</tbody></table>")
 
 
@@ -154,12 +168,11 @@ PARAMS = (
     Param("gpu", "choice", "h100-80gb", "GPU", choices=tuple((k, g.label) for k, g in GPUS.items())),
     Param("n_gpus", "int", 8, "GPUs", min=1, max=64, ticks=(1, 2, 4, 8, 16, 32, 64)),
     Param("context", "int", 8192, "Context per seqüència", min=256, max=1 << 20,
-          ticks=tuple(1 << k for k in range(8, 21)), unit="tokens"),
+          ticks=tuple(1 << k for k in range(8, 21)), unit="tokens",
+          help="Si passa del context màxim del model, es retalla i es diu."),
     Param("concurrency", "int", 32, "Seqüències concurrents", min=1, max=1024, ticks=tuple(1 << k for k in range(11))),
-    Param("weight_format", "choice", "bf16", "Format dels pesos",
-          choices=tuple((k, lab) for k, (lab, _) in FORMATS.items())),
-    Param("kv_format", "choice", "bf16", "Format del KV-cache",
-          choices=tuple((k, lab) for k, (lab, _) in CACHE_FORMATS.items())),
+    Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
+    Param("kv_format", "choice", "bf16", "Format del KV-cache", choices=format_choices(CACHE_FORMATS)),
     Param("overhead_pct", "int", 15, "Overhead", min=0, max=50, step=1, unit="%",
           help="Fragmentació, buffers del runtime, gràfics de CUDA: el text en diu 10-20 %."),
     Param("price", "float", 3.0, "Preu per GPU i hora", min=0.25, max=12.0, step=0.25, unit="dòlars"),
@@ -180,8 +193,11 @@ OUTPUTS = (
     Output("kv_gb", "KV-cache", "GB", 1, panel=False),
     Output("kv_seq_gb", "cache per seqüència", "GB", 2, panel=False),
     Output("activations_gb", "activacions", "GB", 2, panel=False),
-    Output("overhead_gb", "overhead", "GB", 1, panel=False),
+    Output("overhead_gb", "sobrecost", "GB", 1, panel=False),
     Output("read_per_token_gb", "bytes llegits per token", "GB", 2, panel=False),
+    Output("weights_read_batch_gb", "pesos llegits per pas, amb la concurrència", "GB", 1, panel=False),
+    Output("context_used", "context calculat", "tokens", panel=False),
+    Output("context_note", "context", style="text"),
     Output("tps_one", "tokens/s d'una seqüència", "tok/s", 1, panel=False),
     Output("batch_gain", "guany de la concurrència", "×", 1, panel=False),
     Output("dollars_per_hour", "dòlars per hora", "dòlars", 2, panel=False),

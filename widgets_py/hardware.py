@@ -1,7 +1,9 @@
-"""Model cards and GPU datasheets: the one table every serving widget reads.
+"""Model cards and GPU datasheets: how every serving widget declares a model and a GPU.
 
 Parameter counts are not typed in: they are computed from each model's published
 shapes (its `config.json` on the model card), so a reader can check every factor.
+Each model also declares its context limit (`max_position_embeddings`). The physics
+of a serving step (bytes, step times) lives in `serving.py`, not here.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ class ModelCard:
     n_layers: int  # transformer blocks
     n_heads: int  # query heads
     n_kv_heads: int  # key/value heads (GQA: fewer than n_heads)
-    d_head: int  # dimension of one head
+    d_head: int  # dimension of one head (MLA: qk_nope_head_dim)
     d_ff: int  # MLP hidden size of a dense block (of one expert in a MoE block)
     vocab: int  # vocabulary size
+    max_context: int  # positions the model was trained for (config.json max_position_embeddings)
     tied: bool = False  # output head shares the embedding matrix
     gated_mlp: bool = True  # SwiGLU (3 matrices) instead of GELU MLP (2 matrices)
     biases: bool = False  # GPT-2 style biases in linear layers
@@ -32,12 +35,16 @@ class ModelCard:
     d_ff_dense: int = 0  # MLP size of those dense blocks
     mla: tuple[int, int, int, int] | None = None  # (q_lora, kv_lora, rope_dim, v_head) for MLA
 
-    def kv_scalars(self) -> int:
-        """Scalars cached per token and layer: K and V of every KV head, or MLA's latent."""
-        if self.mla:
-            _, kv_lora, rope_dim, _ = self.mla
-            return kv_lora + rope_dim  # one compressed latent plus the shared RoPE key
-        return 2 * self.n_kv_heads * self.d_head
+
+@dataclass(frozen=True)
+class Counts:
+    """A model's parameters split by how a serving step reads them."""
+    total: int  # every parameter stored
+    active: int  # parameters one token uses (its k routed experts, not the others)
+    lookup: int  # input tables read one row per token (token and position embeddings, when untied)
+    always: int  # read whole at every step: attention, norms, routers, dense and shared MLPs, head
+    expert: int  # one routed expert's MLP
+    moe_layers: int  # blocks with routed experts
 
 
 def _attention(m: ModelCard) -> int:
@@ -63,24 +70,30 @@ def _norms(m: ModelCard) -> int:
     return 2 * m.d_model * (2 if m.biases else 1)  # two norms per block (LayerNorm has a bias)
 
 
-def param_counts(m: ModelCard) -> tuple[int, int]:
-    """(total, active per token) parameters, from the shapes alone."""
-    embed = m.vocab * m.d_model + m.n_pos * m.d_model
-    head = 0 if m.tied else m.vocab * m.d_model
+def counts(m: ModelCard) -> Counts:
+    """Parameters from the shapes alone, split into what a step reads whole, by row, by expert."""
+    tables = m.vocab * m.d_model + m.n_pos * m.d_model  # token (+ learned position) embeddings
+    head = 0 if m.tied else m.vocab * m.d_model  # a tied head is the token table itself
     final_norm = m.d_model * (2 if m.biases else 1)
-    fixed = embed + head + final_norm
+    fixed = tables + head + final_norm
+    lookup = tables - (m.vocab * m.d_model if m.tied else 0)  # a tied table is read whole, as the head
     if not m.n_experts:
-        block = _attention(m) + _mlp(m, m.d_ff) + _norms(m)
-        total = fixed + m.n_layers * block
-        return total, total
+        total = fixed + m.n_layers * (_attention(m) + _mlp(m, m.d_ff) + _norms(m))
+        return Counts(total, total, lookup, total - lookup, 0, 0)
     n_moe = m.n_layers - m.n_dense_layers
     dense_block = _attention(m) + _mlp(m, m.d_ff_dense) + _norms(m)
     router = m.d_model * m.n_experts + (m.n_experts if m.n_shared_experts else 0)  # + DeepSeek's bias
     expert = _mlp(m, m.d_ff)
-    shared = _attention(m) + router + _norms(m) + m.n_shared_experts * expert
-    total = fixed + m.n_dense_layers * dense_block + n_moe * (shared + m.n_experts * expert)
-    active = fixed + m.n_dense_layers * dense_block + n_moe * (shared + m.n_active_experts * expert)
-    return total, active
+    shared = _attention(m) + router + _norms(m) + m.n_shared_experts * expert  # per MoE block
+    always = fixed - lookup + m.n_dense_layers * dense_block + n_moe * shared
+    total = lookup + always + n_moe * m.n_experts * expert
+    active = lookup + always + n_moe * m.n_active_experts * expert
+    return Counts(total, active, lookup, always, expert, n_moe)
+
+
+def _llama(key: str, label: str, repo: str, d: int, layers: int, heads: int, d_ff: int, context: int) -> ModelCard:
+    return ModelCard(key, label, f"{repo} config.json", d_model=d, n_layers=layers, n_heads=heads, n_kv_heads=8,
+                     d_head=128, d_ff=d_ff, vocab=128256, max_context=context)
 
 
 MODELS: dict[str, ModelCard] = {
@@ -88,19 +101,17 @@ MODELS: dict[str, ModelCard] = {
     for m in (
         ModelCard("gpt2-xl", "GPT-2 XL", "openai-community/gpt2-xl config.json",
                   d_model=1600, n_layers=48, n_heads=25, n_kv_heads=25, d_head=64, d_ff=6400,
-                  vocab=50257, tied=True, gated_mlp=False, biases=True, n_pos=1024),
-        ModelCard("llama-3-8b", "Llama 3 8B", "meta-llama/Meta-Llama-3-8B config.json",
-                  d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14336,
-                  vocab=128256),
-        ModelCard("llama-3-70b", "Llama 3 70B", "meta-llama/Meta-Llama-3-70B config.json",
-                  d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, d_head=128, d_ff=28672,
-                  vocab=128256),
+                  vocab=50257, max_context=1024, tied=True, gated_mlp=False, biases=True, n_pos=1024),
+        _llama("llama-3-8b", "Llama 3 8B", "meta-llama/Meta-Llama-3-8B", 4096, 32, 32, 14336, 8192),
+        _llama("llama-3-70b", "Llama 3 70B", "meta-llama/Meta-Llama-3-70B", 8192, 80, 64, 28672, 8192),
+        # the same shapes as Llama 3 70B, trained on to 128 k positions (RoPE scaling)
+        _llama("llama-3.1-70b", "Llama 3.1 70B", "meta-llama/Llama-3.1-70B", 8192, 80, 64, 28672, 131072),
         ModelCard("mixtral-8x7b", "Mixtral 8×7B", "mistralai/Mixtral-8x7B-v0.1 config.json",
                   d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, d_ff=14336,
-                  vocab=32000, n_experts=8, n_active_experts=2),
+                  vocab=32000, max_context=32768, n_experts=8, n_active_experts=2),
         ModelCard("deepseek-v3", "DeepSeek-V3", "deepseek-ai/DeepSeek-V3 config.json",
                   d_model=7168, n_layers=61, n_heads=128, n_kv_heads=128, d_head=128, d_ff=2048,
-                  vocab=129280, n_experts=256, n_active_experts=8, n_shared_experts=1,
+                  vocab=129280, max_context=163840, n_experts=256, n_active_experts=8, n_shared_experts=1,
                   n_dense_layers=3, d_ff_dense=18432, mla=(1536, 512, 64, 128)),
     )
 }
@@ -119,18 +130,11 @@ class GPU:
 GPUS: dict[str, GPU] = {
     g.key: g
     for g in (
-        GPU("h100-80gb", "H100 80 GB", 990e12, 3350e9, 80e9, "NVIDIA H100 SXM5 datasheet"),
+        GPU("h100-80gb", "H100 SXM 80 GB", 990e12, 3350e9, 80e9, "NVIDIA H100 SXM5 datasheet: 1,979 TFLOP/s with sparsity"),
+        GPU("h100-pcie", "H100 PCIe 80 GB", 756e12, 2000e9, 80e9, "NVIDIA H100 PCIe datasheet: 1,513 TFLOP/s with sparsity, 2.0 TB/s"),
         GPU("h200", "H200 141 GB", 990e12, 4800e9, 141e9, "NVIDIA H200 SXM datasheet"),
-        GPU("a100-80gb", "A100 80 GB", 312e12, 2039e9, 80e9, "NVIDIA A100 SXM4 80 GB datasheet"),
+        GPU("a100-80gb", "A100 SXM 80 GB", 312e12, 2039e9, 80e9, "NVIDIA A100 SXM4 80 GB datasheet"),
         GPU("l4", "L4 24 GB", 121e12, 300e9, 24e9, "NVIDIA L4 datasheet"),
         GPU("mi300x", "MI300X 192 GB", 1307e12, 5300e9, 192e9, "AMD Instinct MI300X datasheet"),
     )
-}
-
-# Bytes per stored scalar of each weight or cache format.
-FORMATS: dict[str, tuple[str, float]] = {
-    "fp32": ("fp32 · 4", 4.0),
-    "bf16": ("bf16 · 2", 2.0),
-    "fp8": ("fp8 · 1", 1.0),
-    "int4": ("int4 · 0,5", 0.5),
 }

@@ -14,17 +14,16 @@ import math
 import numpy as np
 
 from . import fmt
-from .hardware import GPUS, MODELS, param_counts
+from .hardware import MODELS
 from .lengths import long_tail
 from .params import Output, Param
 from .registry import Widget, register
-from .roofline import step_time
+from .serving import CACHE_FORMATS, FORMATS, Setup, clamp_context, format_choices, kv_bytes_per_token, ttft
 from .svg import Plot
 
 N_SEQUENCES = 300  # simulated sequences in the stream
 DRAWN = 14  # sequences in the figure
-CACHE_FORMATS = {"fp32": ("FP32", 4), "bf16": ("BF16", 2), "fp8": ("FP8 (e4m3)", 1), "int8": ("INT8", 1)}
-TTFT_GPU = "h100-80gb"  # prefill time is the roofline bound on this GPU
+TTFT_GPU, TTFT_WEIGHTS = "h100-80gb", "bf16"  # prefill times: this GPU, weights in this format
 
 
 def sequence_lengths(max_context: int, variability: float, seed: int) -> np.ndarray:
@@ -55,18 +54,18 @@ def kv_cache(model: str, max_context: int, variability: float, page_tokens: int,
              cache_format: str, prefix_tokens: int, suffix_tokens: int, prefix_requests: int,
              variable_head: bool, seed: int) -> dict:
     m = MODELS[model]
-    bytes_per_token = m.kv_scalars() * m.n_layers * CACHE_FORMATS[cache_format][1]
+    context, note = clamp_context(m, max_context)
+    prefix = min(prefix_tokens, m.max_context - suffix_tokens)  # a prompt fits the model's positions
+    if prefix < prefix_tokens:
+        note += f"; el prefix compartit es retalla a {fmt.number(prefix)} tokens"
+    bytes_per_token = kv_bytes_per_token(m, cache_format)
     capacity = memory_gb * 1e9 / bytes_per_token  # tokens the memory holds
-    lengths = sequence_lengths(max_context, variability / 100, seed)  # [n]
+    lengths = sequence_lengths(context, variability / 100, seed)  # [n]
     pages = -(-lengths // page_tokens)  # [n] ceil
-    contiguous = fill(lengths, np.full_like(lengths, max_context), capacity)
+    contiguous = fill(lengths, np.full_like(lengths, context), capacity)
     paged = fill(lengths, pages * page_tokens, capacity)
-    pc = prefix_caching(prefix_tokens, suffix_tokens, prefix_requests, page_tokens, variable_head)
-    g, active = GPUS[TTFT_GPU], param_counts(m)[1]
-
-    def ttft(tokens: int) -> float:
-        return step_time(2.0 * active * tokens, active * 2.0, g.flops_bf16, g.bandwidth)
-
+    pc = prefix_caching(prefix, suffix_tokens, prefix_requests, page_tokens, variable_head)
+    s = Setup(model, TTFT_GPU, TTFT_WEIGHTS, cache_format)
     return {
         "len_min": int(lengths.min()), "len_max": int(lengths.max()), "len_mean": float(lengths.mean()),
         "waste_contiguous": contiguous["waste"], "waste_paged": paged["waste"],
@@ -79,17 +78,20 @@ def kv_cache(model: str, max_context: int, variability: float, page_tokens: int,
         "prefill_without": pc["without"], "prefill_with": pc["with"],
         "prefill_saved": 1 - pc["with"] / pc["without"],
         "shared_pages": pc["shared_pages"], "shared_tokens": pc["shared_tokens"],
-        "recomputed_prefix": prefix_tokens - pc["shared_tokens"],
-        "ttft_without_ms": 1e3 * ttft(pc["first"]), "ttft_with_ms": 1e3 * ttft(pc["later"]),
+        "recomputed_prefix": prefix - pc["shared_tokens"],
+        "ttft_without_ms": 1e3 * ttft(s, pc["first"]),
+        "ttft_with_ms": 1e3 * ttft(s, pc["later"], cached=pc["shared_tokens"]),
+        "context_used": context, "prefix_used": prefix, "context_note": note,
     }
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
-    lengths = sequence_lengths(p["max_context"], p["variability"] / 100, p["seed"])[:DRAWN]
+    context = v["context_used"]
+    lengths = sequence_lengths(context, p["variability"] / 100, p["seed"])[:DRAWN]
     page = p["page_tokens"]
-    total = DRAWN * p["max_context"]
+    total = DRAWN * context
     plot = Plot(height=170, left=12, right=12, top=30, bottom=12).scales((0, total), (0, 1))
-    rows = (("Blocs contigus: cada seqüència reserva el màxim", [p["max_context"]] * DRAWN, 40),
+    rows = (("Blocs contigus: cada seqüència reserva el màxim", [context] * DRAWN, 40),
             (f"Pàgines de {page} tokens: es reserva el que cal", list(-(-lengths // page) * page), 115))
     for title, reserve, y in rows:
         x = 0.0
@@ -103,7 +105,8 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
             x += r
     alt = (f"{DRAWN} seqüències a la mateixa escala. Amb blocs contigus se'n malbarata el "
            f"{fmt.percent(v['waste_contiguous'])} en tot el flux; amb pàgines de {page} tokens, el "
-           f"{fmt.percent(v['waste_paged'], 1)}. Hi caben {v['fit_contiguous']} i {v['fit_paged']} seqüències.")
+           f"{fmt.percent(v['waste_paged'], 1)}. Hi caben {v['fit_contiguous']} i {v['fit_paged']} seqüències."
+           + (f" Atenció: {v['context_note']}." if v["context_used"] < p["max_context"] else ""))
     return plot.render("La memòria del cache amb cada mètode", alt), alt
 
 
@@ -120,14 +123,15 @@ def _tables(p: dict, v: dict) -> str:
     )
     m = MODELS[p["model"]]
     fmts = ""
-    for key, (label, nbytes) in CACHE_FORMATS.items():
-        per_seq = m.kv_scalars() * m.n_layers * nbytes * p["max_context"]
-        fmts += (f"<tr><td>{label}</td><td>{nbytes}</td><td>{fmt.with_unit(per_seq / 1e9, 2, 'GB')}</td>"
+    for key in CACHE_FORMATS:
+        per_seq = kv_bytes_per_token(m, key) * v["context_used"]
+        fmts += (f"<tr><td>{FORMATS[key].label}</td><td>{fmt.number(FORMATS[key].nbytes)}</td>"
+                 f"<td>{fmt.with_unit(per_seq / 1e9, 2, 'GB')}</td>"
                  f"<td>{math.floor(p['memory_gb'] * 1e9 / per_seq)}</td></tr>")
     return (
-        "<table><thead><tr><th>Mètode</th><th>reservat</th><th>fet servir</th><th>malbaratat</th>"
+        f"<p class=\"tw-note\">Context: {v['context_note']}.</p><table><thead><tr><th>Mètode</th><th>reservat</th><th>fet servir</th><th>malbaratat</th>"
         f"<th>blocs</th><th>hi caben</th></tr></thead><tbody>{rows}</tbody></table>"
-        f"<table><thead><tr><th>Format</th><th>bytes/escalar</th><th>cache a {fmt.tokens(p['max_context'])}</th>"
+        f"<table><thead><tr><th>Format</th><th>bytes/escalar</th><th>cache a {fmt.tokens(v['context_used'])}</th>"
         f"<th>seqüències a {fmt.number(p['memory_gb'])} GB</th></tr></thead><tbody>{fmts}</tbody></table>"
     )
 
@@ -137,13 +141,13 @@ PARAMS = (
           help="Fixa els escalars de cache per token i capa, i les capes."),
     Param("max_context", "int", 4096, "Context màxim reservat", min=256, max=32768,
           ticks=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768), unit="tokens",
-          help="El que una seqüència podria arribar a fer servir; el mètode contigu ho reserva sencer."),
+          help="El que una seqüència podria arribar a fer servir; el mètode contigu ho reserva sencer. "
+               "Mai més del que admet el model."),
     Param("variability", "int", 100, "Variabilitat de les longituds", min=0, max=100, step=5, unit="%",
           help="A 0, totes les seqüències arriben al context màxim."),
     Param("page_tokens", "int", 16, "Tokens per pàgina", min=1, max=256, ticks=(1, 2, 4, 8, 16, 32, 64, 128, 256)),
     Param("memory_gb", "int", 80, "Memòria per al cache", min=10, max=640, step=10, unit="GB"),
-    Param("cache_format", "choice", "bf16", "Format del cache",
-          choices=tuple((k, lab) for k, (lab, _) in CACHE_FORMATS.items())),
+    Param("cache_format", "choice", "bf16", "Format del cache", choices=format_choices(CACHE_FORMATS)),
     Param("prefix_tokens", "int", 2000, "Prefix compartit", min=0, max=8000, step=100, unit="tokens",
           help="Un system prompt, un document o l'historial d'una conversa."),
     Param("suffix_tokens", "int", 40, "Tokens propis de cada petició", min=1, max=1000,
@@ -174,6 +178,10 @@ OUTPUTS = (
     Output("shared_pages", "pàgines compartides", panel=False),
     Output("shared_tokens", "tokens compartits", panel=False),
     Output("recomputed_prefix", "tokens del prefix recalculats", panel=False),
+    Output("bytes_per_token", "cache per token", "bytes", panel=False),
+    Output("context_used", "context màxim calculat", "tokens", panel=False),
+    Output("prefix_used", "prefix calculat", "tokens", panel=False),
+    Output("context_note", "context", style="text"),
 )
 
 WIDGET = register(Widget(

@@ -1,62 +1,71 @@
 """§1 Prefill contra decode: the roofline calculator.
 
-Every time here is the roofline bound: a step takes the longer of its FLOPs at the GPU's
-peak and its bytes at the GPU's bandwidth (Williams, Waterman & Patterson, "Roofline",
-CACM 2009). FLOPs per token are 2·N for N active parameters (Kaplan et al. 2020, §2.1),
-attention FLOPs left out. Bytes per decode step are the active weights, read once for
-the whole batch, plus the KV cache of every sequence.
+Every time is the roofline bound of `serving.step_time` (assumptions stated there): a
+pass takes the longer of its matmul FLOPs at the GPU's peak and its weight bytes at the
+GPU's bandwidth, plus its KV-cache traffic. A decode step of a batch reads the weights
+once for all its sequences; a mixture-of-experts model reads the experts its tokens use,
+so the weights read per step grow with the batch (the second figure).
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from . import fmt
-from .hardware import FORMATS, GPUS, MODELS, param_counts
+from .hardware import GPUS, MODELS, counts
 from .params import Output, Param
 from .registry import Widget, register
+from .serving import (FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
+                      flops_per_token, format_choices, kv_bytes_per_token, params_read, ttft)
 from .svg import Plot, log_ticks
 
-KV_BYTES = 2.0  # the cache stays in bf16 here; the cost calculator lets it change
-
-
-def step_time(flops: float, nbytes: float, peak: float, bandwidth: float) -> float:
-    """Roofline time of one step: compute-bound or memory-bound, whichever is slower."""
-    return max(flops / peak, nbytes / bandwidth)
+KV_FORMAT = "bf16"  # the cache stays in bf16 here; the cost calculator lets it change
+FIGURE_MODELS = ("llama-3-70b", "mixtral-8x7b", "deepseek-v3")  # dense beside two MoE
+BATCHES = np.unique(np.round(np.logspace(0, np.log10(256), 40)).astype(int))  # [k] batch sizes drawn
 
 
 def roofline(model: str, gpu: str, prompt_tokens: int, batch: int, weight_format: str) -> dict:
-    m, g = MODELS[model], GPUS[gpu]
-    total, active = param_counts(m)
-    bpp = FORMATS[weight_format][1]
-    weights = active * bpp  # bytes read per forward pass
-    kv = m.kv_scalars() * m.n_layers * KV_BYTES * prompt_tokens  # cache of one sequence, bytes
-    flops = 2.0 * active  # per token
-    peak, bw = g.flops_bf16, g.bandwidth
-
-    tpot = step_time(flops, weights + kv, peak, bw)  # one sequence, cache included
-    t_batch = step_time(batch * flops, weights + batch * kv, peak, bw)  # weights once per batch
-    ttft = step_time(prompt_tokens * flops, weights + kv, peak, bw)  # prefill writes the cache
-    decode_intensity = flops / (weights + kv)
+    m, s = MODELS[model], Setup(model, gpu, weight_format, KV_FORMAT)
+    prompt, note = clamp_context(m, prompt_tokens)
+    c, bpp = counts(m), FORMATS[weight_format].nbytes
+    w1, wb, wp = (params_read(m, t) * bpp for t in (1, batch, prompt))  # weight bytes read by each pass
+    kv = kv_bytes_per_token(m, KV_FORMAT) * prompt  # cache of one sequence, bytes
+    flops, bw, ridge = flops_per_token(m), s.bandwidth, s.peak / s.bandwidth
+    tpot, t_batch = decode_step(s, 1, prompt), decode_step(s, batch, prompt)
+    decode_intensity = flops / (w1 + kv)
     return {
-        "params_total": total,
-        "params_active": active,
-        "weight_gb": weights / 1e9,
+        "params_total": c.total,
+        "params_active": c.active,
+        "weight_gb": w1 / 1e9,
         "kv_prompt_gb": kv / 1e9,
-        "decode_tps_weights": bw / weights,
+        "decode_tps_weights": bw / w1,
         "decode_tps": 1.0 / tpot,
-        "kv_share_of_ceiling": 1.0 - (bw / (weights + kv)) / (bw / weights),
+        "kv_share_of_ceiling": 1.0 - (1.0 / tpot) / (bw / w1),
         "tpot_ms": 1e3 * tpot,
-        "ttft_s": ttft,
+        "ttft_s": ttft(s, prompt),
         "batch_tps": batch / t_batch,
         "batch_gain": (batch / t_batch) * tpot,
-        "gpu_intensity": peak / bw,
+        "experts_batch": expected_experts(m.n_experts, m.n_active_experts, batch) if m.n_experts else 0.0,
+        "weights_batch_gb": wb / 1e9,
+        "weights_batch_params": wb / bpp,
+        "weights_batch_share": wb / (c.total * bpp),
+        "gpu_intensity": ridge,
         "decode_intensity": decode_intensity,
-        "batch_intensity": batch * flops / (weights + batch * kv),
-        "prefill_intensity": prompt_tokens * flops / (weights + kv),
-        "decode_idle": max(0.0, 1.0 - decode_intensity / (peak / bw)),
-        "gpus_for_weights": math.ceil(total * bpp / g.memory),
+        "batch_intensity": batch * flops / (wb + batch * kv),
+        "prefill_intensity": prompt * flops / (wp + kv),  # the prompt writes its cache once
+        "decode_idle": max(0.0, 1.0 - decode_intensity / ridge),
+        "gpus_for_weights": math.ceil(c.total * bpp / s.memory),
+        "prompt_used": prompt,
+        "context_note": note,
     }
+
+
+def read_share(model: str, batches: np.ndarray) -> np.ndarray:
+    """[k] share of a model's stored weights that one decode step of each batch reads."""
+    m = MODELS[model]
+    return np.array([params_read(m, int(b)) for b in batches]) / counts(m).total
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
@@ -73,7 +82,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     points = (
         ("decode, 1 seq.", v["decode_intensity"], "tw-s1"),
         (f"decode, lot de {p['batch']}", v["batch_intensity"], "tw-s2"),
-        (f"prefill, {fmt.tokens(p['prompt_tokens'])} tokens", v["prefill_intensity"], "tw-s3"),
+        (f"prefill, {fmt.tokens(v['prompt_used'])} tokens", v["prefill_intensity"], "tw-s3"),
     )
     for i, (label, x, cls) in enumerate(points):
         y = min(peak, bw * x)
@@ -89,7 +98,32 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
         f"{fmt.percent(min(1, v['decode_intensity'] / ridge), 1)} del pic; el prefill en fa "
         f"{fmt.number(v['prefill_intensity'])} i va limitat per càlcul."
     )
-    return plot.render("Roofline: on cau cada fase", alt), alt
+    if v["prompt_used"] < p["prompt_tokens"]:
+        alt += f" Atenció: {v['context_note']}."
+    roof = plot.render("Roofline: on cau cada fase", alt)
+    reads, reads_alt = _reads_figure(p, v)
+    return roof + reads, alt + " " + reads_alt
+
+
+def _reads_figure(p: dict, v: dict) -> tuple[str, str]:
+    """Share of the stored weights one decode step reads, as the batch grows: dense beside MoE."""
+    plot = Plot(height=260).scales((1, 256), (0, 1.05), xlog=True)
+    plot.axes([1, 2, 4, 8, 16, 32, 64, 128, 256], [0.0, 0.25, 0.5, 0.75, 1.0], "seqüències al lot (escala log)",
+              "pesos llegits per pas", fmt=lambda t: fmt.percent(t) if t <= 1.0 and isinstance(t, float) else str(t))
+    models = FIGURE_MODELS + ((p["model"],) if p["model"] not in FIGURE_MODELS else ())
+    for i, key in enumerate(models):
+        share = read_share(key, BATCHES)
+        cls = f"tw-s{i + 1}"
+        plot.line(BATCHES, share, cls, dash=key != p["model"])
+        plot.text(plot.x(BATCHES[-1]) - 4, plot.y(share[-1]) + 16 + 14 * i * (share[-1] > 0.99),
+                  MODELS[key].label, "end", f"tw-note {cls}")
+        if key == p["model"]:
+            plot.dot(p["batch"], v["weights_batch_share"], cls)
+    desc = (f"Amb {MODELS[p['model']].label} i un lot de {p['batch']}, cada pas llegeix "
+            f"{fmt.si(v['weights_batch_params'], 1)} paràmetres, el {fmt.percent(v['weights_batch_share'])} dels "
+            f"{fmt.si(v['params_total'], 1)} que té. Un model dens ho llegeix tot des d'una sola seqüència; "
+            "un MoE, cada vegada més experts a mesura que creix el lot.")
+    return plot.render("Pesos llegits per pas a mesura que creix el lot", desc), desc
 
 
 def _tables(p: dict, v: dict) -> str:
@@ -104,6 +138,7 @@ def _tables(p: dict, v: dict) -> str:
         for name, x, t in rows
     )
     return (
+        f"<p class=\"tw-note\">Context: {v['context_note']}.</p>"
         "<table><thead><tr><th>Fase</th><th>FLOP/byte</th><th>limitada per</th><th>temps</th></tr>"
         f"</thead><tbody>{body}</tbody></table>"
     )
@@ -116,17 +151,17 @@ PARAMS = (
     Param("gpu", "choice", "h100-80gb", "GPU", choices=tuple((k, g.label) for k, g in GPUS.items()),
           help="Pic bf16 dens i ample de banda del full de dades."),
     Param("prompt_tokens", "int", 8192, "Tokens de prompt", min=16, max=131072,
-          ticks=tuple(2**k for k in range(4, 18)), unit="tokens"),
+          ticks=tuple(2**k for k in range(4, 18)), unit="tokens",
+          help="Si passa del context màxim del model, es retalla i es diu."),
     Param("batch", "int", 32, "Seqüències al lot", min=1, max=256, ticks=tuple(2**k for k in range(9)),
           help="Els pesos es llegeixen una vegada per a tot el lot."),
-    Param("weight_format", "choice", "bf16", "Bytes per paràmetre",
-          choices=tuple((k, lab) for k, (lab, _) in FORMATS.items())),
+    Param("weight_format", "choice", "bf16", "Bytes per paràmetre", choices=format_choices(WEIGHT_FORMATS)),
 )
 
 OUTPUTS = (
     Output("params_active", "paràmetres actius", decimals=2, style="si", panel=False),
     Output("params_total", "paràmetres totals", decimals=2, style="si", panel=False),
-    Output("weight_gb", "bytes de pesos per token", "GB", 1, panel=False),
+    Output("weight_gb", "pesos llegits per token, una seqüència", "GB", 1, panel=False),
     Output("kv_prompt_gb", "KV-cache del prompt", "GB", 2, panel=False),
     Output("decode_tps_weights", "sostre en decode, només pesos", "tok/s", 1),
     Output("decode_tps", "sostre en decode, amb el cache", "tok/s", 1),
@@ -135,12 +170,18 @@ OUTPUTS = (
     Output("ttft_s", "TTFT", "s", 2),
     Output("batch_tps", "throughput del lot", "tok/s", 0),
     Output("batch_gain", "guany del lot", "×", 1),
+    Output("weights_batch_gb", "pesos llegits per pas del lot", "GB", 1),
+    Output("weights_batch_share", "part dels pesos llegida per pas", decimals=0, style="pct", panel=False),
+    Output("weights_batch_params", "paràmetres llegits per pas del lot", decimals=0, style="si", panel=False),
+    Output("experts_batch", "experts per capa llegits en el lot", decimals=1, panel=False),
+    Output("prompt_used", "tokens de prompt calculats", "tokens", panel=False),
+    Output("context_note", "context", style="text"),
     Output("gpu_intensity", "intensitat aritmètica de la GPU", "FLOP/byte", 0),
     Output("decode_intensity", "intensitat d'un pas de decode", "FLOP/byte", 2, panel=False),
     Output("batch_intensity", "intensitat del decode en lot", "FLOP/byte", 1, panel=False),
     Output("prefill_intensity", "intensitat del prefill", "FLOP/byte", 0, panel=False),
     Output("decode_idle", "temps del decode esperant memòria", decimals=1, style="pct", panel=False),
-    Output("gpus_for_weights", "GPUs per als pesos", decimals=0, panel=False),
+    Output("gpus_for_weights", "GPU per als pesos", decimals=0, panel=False),
 )
 
 WIDGET = register(Widget(
