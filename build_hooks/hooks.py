@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 
-CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.widget_pages", "build_hooks.mathml",
+CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.widget_pages", "build_hooks.glossary", "build_hooks.mathml",
             "build_hooks.csp", "build_hooks.offline")  # csp after every <script> is in; offline last
 _active: list = []
 

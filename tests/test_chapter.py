@@ -54,21 +54,106 @@ def words(text: str) -> list[str]:
     return re.findall(r"[\wàèéíïòóúüç·']+", text.lower())
 
 
+def ours_as_prose(markdown: str) -> str:
+    """Our chapter's words, headings, table cells and quiz prompts included; left out, with
+    the reason: formulas (shared notation), directives (widget and value names, not prose) and
+    the cited paper titles in <em> of the resources (a title is quoted as published)."""
+    text = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", markdown, flags=re.S)
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    text = re.sub(r'<li data-item="[^"]+">.*?</li>', lambda m: re.sub(r"<em>.*?</em>", " ", m.group(0)), text)
+    return " ".join(words(text))
+
+
+RUN = 8  # words: long enough to be a sentence's shape, not a stock phrase
+
+
 @pytest.mark.parametrize("seed, source", [("000_31626b2aeede98e9.txt", "docs/cap15/index.md"),
                                           ("001_8fb6548ec7b46e19.txt", "docs/cap15/sense-formules.md")])
 def test_no_seed_sentence_is_copied(seed, source):
-    """No run of 12 words of the seed appears in our text (the seed's quiz prompts aside)."""
+    """No run of 8 words of the seed appears anywhere in our text: prose, headings, table
+    cells, quiz prompts and options."""
     if not (SEEDS / seed).is_file():  # the seeds live beside the repository, in shared/
         pytest.skip(f"seed text not found at {SEEDS}")
-    text = (ROOT / source).read_text()
-    text = re.sub(r"^\*\*\d+\. .*?\*\*$", "", text, flags=re.M | re.S)  # quiz questions, kept as set
-    text = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", text, flags=re.S)  # formulas are shared notation
-    text = re.sub(r"^\|.*$", "", text, flags=re.M)  # table rows: the seed's facts, one per cell
-    ours = " ".join(words(text))
+    ours = f" {ours_as_prose((ROOT / source).read_text())} "
     seed_words = words((SEEDS / seed).read_text())
-    n = 12
-    copied = {" ".join(seed_words[i:i + n]) for i in range(len(seed_words) - n)
-              if " ".join(seed_words[i:i + n]) in ours}
-    allowed = {"calcula el kv", "efficient memory management", "fast inference from", "the curious case"}
-    copied = {c for c in copied if not any(a in c for a in allowed)}
-    assert not copied, sorted(copied)[:5]
+    runs = {" ".join(seed_words[i:i + RUN]) for i in range(len(seed_words) - RUN + 1)}
+    copied = sorted(r for r in runs if f" {r} " in ours)
+    assert not copied, copied[:5]
+
+
+def test_the_copy_check_sees_headings_cells_and_quiz_prompts():
+    """Negative control: a seed sentence planted in a heading, a table cell or a quiz prompt
+    is caught."""
+    seed = SEEDS / "001_8fb6548ec7b46e19.txt"
+    if not seed.is_file():
+        pytest.skip(f"seed text not found at {SEEDS}")
+    sentence = "quan envies una pregunta a un model passen dues coses molt diferents"
+    assert sentence in " ".join(words(seed.read_text()))
+    for planted in (f"## 1. {sentence} {{ #x }}", f"| a | {sentence} |", f"**1. {sentence}?**"):
+        assert sentence in ours_as_prose(planted), planted
+
+
+# --- the glossary: one source, explained wherever a term appears ---------------------------
+
+GLOSSARY = ROOT / "includes" / "glossari.md"
+WIDGET_LABEL = re.compile(r'<p class="tw-title">(.*?)</p>|<dt>(.*?)</dt>|<small class="tw-help"[^>]*>(.*?)</small>'
+                          r'|<label for="[^"]*">(.*?)</label>', re.S)
+ABBR = re.compile(r'<abbr title="([^"]*)"[^>]*>(.*?)</abbr>')
+
+
+def glossary():
+    from build_hooks.glossary import Glossary
+
+    return Glossary.load(GLOSSARY)
+
+
+def test_every_widget_label_on_the_no_formulas_page_explains_its_terms(site):
+    """Every technical word (the glossary's list) and every acronym in a widget's title,
+    control label, help or value name carries its definition as an <abbr title>."""
+    g = glossary()
+    html = (site / TRACKS[1]).read_text()
+    labels = ["".join(m.groups(default="")) for m in WIDGET_LABEL.finditer(html)]
+    assert len(labels) > 40, "widget labels not found: did widget_html.py change its markup?"
+    technical = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(g.technical, key=len, reverse=True)))
+                           + r")(?![\w-])", re.I)
+    acronym = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]+(?![\w-])")  # TTFT, GPU, INT4, BF16
+    bare = set()
+    for label in labels:
+        for title, term in ABBR.findall(label):
+            assert title.strip() and g.define(term), (term, label)
+        text = re.sub(r"<output[^>]*>.*?</output>", " ", label)  # the control's current value
+        text = re.sub(r"<[^>]+>", " ", ABBR.sub(" ", text))
+        bare |= set(technical.findall(text)) | set(acronym.findall(text))
+    assert not bare, f"terms in widget labels with no glossary entry in {GLOSSARY.name}: {sorted(bare)}"
+
+
+def test_terms_are_explained_in_the_prose_of_both_tracks_with_keyboard_access(site):
+    needed = ("TTFT", "TPOT", "FLOP/byte", "intensitat aritmètica", "entropia", "perplexitat", "p95", "sostre",
+              "KV-cache", "prefill", "decode", "lot", "throughput", "quantització")
+    g = glossary()
+    assert not [t for t in needed if not g.define(t)]
+    for track in TRACKS:
+        html = (site / track).read_text()
+        shown = {term.casefold() for _, term in ABBR.findall(html)}
+        missing = [t for t in needed if t.casefold() not in shown and re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", html)]
+        assert not missing, (track, missing)
+        assert re.search(r'<abbr title="[^"]+" tabindex="0">', html), f"{track}: no abbr reachable by keyboard"
+        assert 'href="../glossari.html"' in html, f"{track}: no link to the glossary"
+
+
+def test_glossary_page_lists_every_term_once(site):
+    g = glossary()
+    html = (site / "glossari.html").read_text()
+    assert "Glossari" in html and 'href="glossari.html"' in (site / "index.html").read_text()
+    rows = re.findall(r"<tr>\s*<td>(.*?)</td>", html, re.S)
+    listed = [t.strip() for row in rows for t in re.sub(r"<[^>]+>", "", row).split(",")]
+    assert sorted(listed) == sorted(g.terms), set(listed) ^ set(g.terms)
+
+
+def test_glossary_wraps_label_terms_with_escaped_titles():
+    from build_hooks.glossary import Glossary
+
+    g = Glossary({"TTFT": 'temps "fins al" <primer> token', "lot": "grup"}, ())
+    assert g.wrap("TTFT p95, estàtic") == '<abbr title="temps &quot;fins al&quot; &lt;primer&gt; token">TTFT</abbr> p95, estàtic'
+    assert g.wrap("Seqüències al lot") == 'Seqüències al <abbr title="grup">lot</abbr>'
+    assert g.wrap("lots i pilots") == "lots i pilots"  # whole words only

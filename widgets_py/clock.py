@@ -124,8 +124,8 @@ OUTPUTS = (
     Output("prefill_us_per_token_128", "prefill per token a 128", "µs", 1),
     Output("decode_us_128", "un pas de decode a 128", "µs", 1),
     Output("ratio_128", "decode / prefill per token", "×", 2),
-    Output("bytes_decode", "bytes de pesos per token, decode", decimals=2, style="si"),
-    Output("bytes_prefill_128", "bytes de pesos per token, prefill a 128", decimals=2, style="si"),
+    Output("bytes_decode", "bytes de pesos per token, decode"),  # a byte count: an integer
+    Output("bytes_prefill_128", "bytes de pesos per token, prefill a 128"),  # 4N/128, whole for this model
     Output("flops_prefill_128", "FLOPs per token, prefill a 128", decimals=2, style="si"),
     Output("flops_decode_128", "FLOPs per token, decode a 128", decimals=2, style="si"),
     Output("params", "paràmetres del mini-GPT", decimals=0, panel=False),
