@@ -140,9 +140,9 @@ def test_python_raising_in_one_widget_leaves_the_others_working(watched, server,
     with zipfile.ZipFile(out, "w") as z:
         for item in src.infolist():
             data = src.read(item.filename)
-            if item.filename == "widgets_py/roofline.py":
-                data = data.replace(b"    m, g = MODELS[model], GPUS[gpu]\n",
-                                    b"    m, g = MODELS[model], GPUS[gpu]\n    raise RuntimeError('injectat per la prova')\n")
+            if item.filename == "widgets_py/roofline.py":  # the widget's compute raises on every call
+                data, n = re.subn(rb"(\ndef roofline\([^\n]*:\n)", rb"\1    raise RuntimeError('injectat per la prova')\n", data)
+                assert n == 1, "the injection point moved"
             z.writestr(item, data)
     broken = out.getvalue()
     digest = assets.sha256(broken)
@@ -163,7 +163,7 @@ def test_python_raising_in_one_widget_leaves_the_others_working(watched, server,
                            timeout=20_000)
     roofline = page.locator('.tw-widget[data-widget="roofline"]')
     assert "injectat per la prova" in roofline.locator(".tw-status").text_content()
-    assert roofline.locator(".tw-figure svg").count() == 1
+    assert roofline.locator(".tw-figure svg").count() >= 1  # the last good figure stays
     page.wait_for_function("() => document.querySelector('.tw-widget[data-widget=cost]').dataset.values", timeout=20_000)
     assert page.get_attribute('.tw-widget[data-widget="cost"]', "data-state") == "ready"
 
