@@ -1,17 +1,34 @@
-"""Declared parameters and outputs of a widget, and the validation of raw input.
+r"""Declared parameters and outputs of a widget, and the validation of raw input.
 
 A widget declares its controls once, here; the CLI, the build-time prerender and the
 browser all validate through `Param.coerce`, so an out-of-range value is refused the
 same way everywhere, with a message that names the parameter and what it allows.
+
+The grammar of a number written as text (CLI `key=value`, Markdown directive, URL state,
+and the browser's mirror of it in docs/assets/tw/params.js), one set of rules everywhere:
+
+    int    -?[0-9]+                             ASCII digits only: no '+', no spaces,
+                                                no '_', no '0x10', no '8.0', no '1e1'
+    float  -?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?  also '1e2' and '0.25'; not '.5', '5.',
+                                                'inf', 'nan', nor other scripts' digits (٨, ８)
+    bool   true | false
+    choice one of the declared values, exactly
+
+JSON values (the worker, Python callers) must have the right type already: an int for an
+int (a bool is not an int), an int or float for a float. Range checks compare exactly, so
+`10**400` is "out of range", never an OverflowError.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 KINDS = ("int", "float", "choice", "bool")
+INT_TEXT = re.compile(r"-?[0-9]+", re.ASCII)
+FLOAT_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", re.ASCII)
 
 
 class ParamError(ValueError):
@@ -64,23 +81,22 @@ class Param:
         if self.kind == "bool":
             if isinstance(raw, bool):
                 return raw
-            text = str(raw).strip().lower()
-            if text in ("true", "1", "yes", "on", "sí"):
-                return True
-            if text in ("false", "0", "no", "off"):
-                return False
+            if raw in ("true", "false"):
+                return raw == "true"
             raise ParamError(f"{where}: {raw!r} no és un booleà; permès: {self.allowed()}")
-        try:
-            number = float(raw)
-        except (TypeError, ValueError):
-            raise ParamError(f"{where}: {raw!r} no és un nombre; permès: {self.allowed()}") from None
-        if not math.isfinite(number) or not (self.min <= number <= self.max):
-            raise ParamError(f"{where}: {raw} és fora del rang; permès: {self.allowed()}")
-        if self.kind == "int":
-            if number != int(number):
-                raise ParamError(f"{where}: {raw} no és enter; permès: {self.allowed()}")
-            return int(number)
-        return number
+        number = parse_number(raw, self.kind)
+        if number is None:
+            kind = "enter" if self.kind == "int" else "nombre"
+            raise ParamError(f"{where}: {raw!r} no és un {kind} ben escrit; permès: {self.allowed()}")
+        if not (self.min <= number <= self.max):  # exact comparison: no overflow for huge ints
+            raise ParamError(f"{where}: {_short(raw)} és fora del rang; permès: {self.allowed()}")
+        return number if self.kind == "int" else float(number)
+
+    def on_grid(self, value: Any) -> bool:
+        """Whether a slider can show `value` exactly (choices and booleans always can)."""
+        if self.kind not in ("int", "float"):
+            return True
+        return any(abs(value - p) <= 1e-9 * max(1.0, abs(p)) for p in self.positions())
 
     def display(self, value: Any) -> str:
         """Catalan text of a control's value, as shown next to the control."""
@@ -145,6 +161,29 @@ def validate(params: tuple[Param, ...], raw: dict[str, Any]) -> dict[str, Any]:
             f"paràmetre desconegut '{unknown[0]}'; permesos: {', '.join(by_name) or '(cap)'}"
         )
     return {p.name: p.coerce(raw[p.name]) if p.name in raw else p.default for p in params}
+
+
+def parse_number(raw: Any, kind: str) -> int | float | None:
+    """The number `raw` stands for under the grammar above, or None if it is not one."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float):
+        return raw if kind == "float" and math.isfinite(raw) else None
+    if not isinstance(raw, str):
+        return None
+    if kind == "int":
+        return int(raw) if INT_TEXT.fullmatch(raw) else None
+    if not FLOAT_TEXT.fullmatch(raw):
+        return None
+    return float(raw)  # '1e999' is inf: out of every range, and reported as such
+
+
+def _short(raw: Any) -> str:
+    """`raw` for a message: a huge integer is cut, not printed in full."""
+    text = str(raw)
+    return text if len(text) <= 30 else f"{text[:12]}… ({len(text)} caràcters)"
 
 
 def _plain(x: float | None) -> str:
