@@ -10,6 +10,7 @@ checks each against finite differences.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -64,6 +65,36 @@ def positions(start: int, count: int, d: int) -> np.ndarray:
     return 0.02 * enc  # small beside the token embeddings, which start at std 0.02
 
 
+# ---- matrix products: BLAS natively, einsum's row-wise loop in Pyodide ------------------
+# Pyodide's numpy has no BLAS: its matmul falls back to a loop that walks the right-hand
+# matrix down its columns and accumulates through memory. einsum's loops run along
+# contiguous rows (out[i, :] += a[i, k] * b[k, :], or contiguous dot products), about twice
+# as fast there at this model's shapes (benchmarks/training.py measures both). Same
+# products, summed in another float32 order; natively BLAS is far faster than either.
+EINSUM = sys.platform == "emscripten"
+
+
+def mm(a, b):
+    """a [..., K] @ b [K, N] -> [..., N]."""
+    if not EINSUM:
+        return a @ b
+    return np.einsum("ik,kn->in", a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[1])
+
+
+def mm_nt(a, b):
+    """a [..., N] @ b [K, N].T -> [..., K]: the tied head, and gradients through a weight."""
+    if not EINSUM:
+        return a @ b.T
+    return np.einsum("in,kn->ik", a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[0])
+
+
+def mm_tn(a, b):
+    """a [M, K].T @ b [M, N] -> [K, N]: a weight gradient, summed over the M rows."""
+    if not EINSUM:
+        return a.T @ b
+    return np.einsum("mk,mn->kn", a, b)
+
+
 # ---- layers: forward(...) -> (out, cache), backward(dout, cache) -> grads --------------
 
 def layernorm(x, w, b, eps=1e-5):
@@ -82,14 +113,13 @@ def layernorm_backward(dout, cache):
 
 
 def linear(x, w, b):
-    return x @ w + b, (x, w)  # [..., C] -> [..., C']
+    return mm(x, w) + b, (x, w)  # [..., C] -> [..., C']
 
 
 def linear_backward(dout, cache):
     x, w = cache
     x2, d2 = x.reshape(-1, x.shape[-1]), dout.reshape(-1, dout.shape[-1])
-    # contiguous transposes: Pyodide's numpy has no BLAS, and strided matmuls cost more there
-    return dout @ np.ascontiguousarray(w.T), np.ascontiguousarray(x2.T) @ d2, d2.sum(0)
+    return mm_nt(dout, w), mm_tn(x2, d2), d2.sum(0)
 
 
 def relu(x):
@@ -182,7 +212,7 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
         x, _, c = block(p, i, x, cfg.heads)
         caches.append(c)
     xf, c_lnf = layernorm(x, p["lnf.w"], p["lnf.b"])
-    logits = xf @ p["wte"].T  # [B, T, C] -> [B, T, V], tied head
+    logits = mm_nt(xf, p["wte"])  # [B, T, C] -> [B, T, V], tied head
     if targets is None:
         return logits
     z = logits - logits.max(-1, keepdims=True)
@@ -197,8 +227,8 @@ def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     dlogits = np.exp(logp)  # softmax
     np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
     dlogits /= targets.size  # [B, T, V]
-    grads = {"wte": (dlogits.reshape(-1, cfg.vocab).T @ xf.reshape(-1, cfg.d))}  # tied head
-    dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(dlogits @ p["wte"], c_lnf)
+    grads = {"wte": mm_tn(dlogits.reshape(-1, cfg.vocab), xf.reshape(-1, cfg.d))}  # tied head
+    dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(mm(dlogits, p["wte"]), c_lnf)
     for i in reversed(range(cfg.layers)):
         dx = block_backward(p, i, dx, caches[i], cfg.heads, grads)
     np.add.at(grads["wte"], idx, dx)  # embedding lookup: accumulate into the rows used
@@ -220,4 +250,4 @@ def extend(p, cfg: GPTConfig, tokens, kv=None):
         x, layer_kv, _ = block(p, i, x, cfg.heads, None if kv is None else kv[i])
         new.append(layer_kv)
     xf, _ = layernorm(x, p["lnf.w"], p["lnf.b"])
-    return (xf @ p["wte"].T)[0], new  # [T, V]
+    return mm_nt(xf, p["wte"])[0], new  # [T, V]
