@@ -19,7 +19,7 @@ def _attr(value) -> str:
 
 
 def control(p: Param, value, uid: str) -> str:
-    cid = f"{uid}-{p.name}"
+    cid = escape(f"{uid}-{p.name}")  # uid carries the page's id= option: every attribute is escaped
     help_html = f'<small class="tw-help" id="{cid}-help">{escape(p.help)}</small>' if p.help else ""
     described = f' aria-describedby="{cid}-help"' if p.help else ""
     if p.kind == "choice":
@@ -27,17 +27,17 @@ def control(p: Param, value, uid: str) -> str:
             f'<option value="{escape(v)}"{" selected" if v == value else ""}>{escape(lab)}</option>'
             for v, lab in p.choices
         )
-        field = f'<select id="{cid}" name="{p.name}"{described} disabled>{options}</select>'
+        field = f'<select id="{cid}" name="{escape(p.name)}"{described} disabled>{options}</select>'
         return f'<div class="tw-control"><label for="{cid}">{escape(p.label)}</label>{field}{help_html}</div>'
     if p.kind == "bool":
         checked = " checked" if value else ""
-        field = f'<input type="checkbox" id="{cid}" name="{p.name}"{checked}{described} disabled>'
+        field = f'<input type="checkbox" id="{cid}" name="{escape(p.name)}"{checked}{described} disabled>'
         return f'<div class="tw-control tw-check"><label for="{cid}">{field}{escape(p.label)}</label>{help_html}</div>'
     positions = p.positions()
     index = min(range(len(positions)), key=lambda i: abs(positions[i] - value))
     labels = [p.display(v) for v in positions]
     field = (
-        f'<input type="range" id="{cid}" name="{p.name}" min="0" max="{len(positions) - 1}" step="1" '
+        f'<input type="range" id="{cid}" name="{escape(p.name)}" min="0" max="{len(positions) - 1}" step="1" '
         f'value="{index}" data-positions="{_attr(positions)}" data-labels="{_attr(labels)}" '
         f'aria-valuetext="{escape(p.display(value))}"{described} disabled>'
     )
@@ -57,15 +57,17 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
     uid = f"tw-{instance}"
     controls = "".join(
         control(p, params[p.name], uid) if shown is None or p.name in shown
-        else f'<input type="hidden" name="{p.name}" data-json="{_attr(params[p.name])}">'
+        else f'<input type="hidden" name="{escape(p.name)}" data-json="{_attr(params[p.name])}">'
         for p in w.params
     )
     text = registry.formatted(name, result.values)
     values = "".join(
-        f'<div data-value="{o.name}"><dt>{escape(o.label)}</dt><dd>{escape(text[o.name])}</dd></div>'
+        f'<div data-value="{escape(o.name)}"><dt>{escape(o.label)}</dt><dd>{escape(text[o.name])}</dd></div>'
         for o in w.outputs if o.panel
     )
-    tables = f'<div class="tw-tables">{result.tables}</div>' if result.tables else ""
+    # a region that may scroll sideways: reachable by keyboard and named (axe: scrollable-region-focusable)
+    tables = (f'<div class="tw-tables" tabindex="0" role="region" aria-label="Taules: {escape(w.title)}">'
+              f'{result.tables}</div>') if result.tables else ""
     train = (
         '<div class="tw-train"><button type="button" class="tw-train-start" disabled>Entrena des de zero</button>'
         '<button type="button" class="tw-train-cancel" hidden>Atura</button>'
@@ -74,7 +76,7 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
     ) if w.meta.get("trainable") else ""
     autorun = ' data-autorun="true"' if w.meta.get("measured") else ""
     return (
-        f'<div class="tw-widget" id="{uid}" data-widget="{name}" data-instance="{instance}" '
+        f'<div class="tw-widget" id="{escape(uid)}" data-widget="{escape(name)}" data-instance="{escape(instance)}" '
         f'data-state="static" data-params="{_attr(params)}"{autorun}>'
         f'<div class="tw-head"><p class="tw-title">{escape(w.title)}</p>'
         f'<p class="tw-status" role="status" aria-live="polite">Figura calculada en construir la pàgina.</p>'

@@ -6,18 +6,55 @@
 (() => {
   "use strict";
 
+  // Stored state is a plain object of booleans ({"kv": true}); anything else (a number, a
+  // string, an array, a half-written JSON) is discarded on read, so a bad value never breaks
+  // the quiz and "Torna a començar" always works. Storage may be refused (privacy mode,
+  // file://) or full (quota): then the page still works and says that it does not save.
   const load = (key) => {
+    let raw = null;
     try {
-      return JSON.parse(localStorage.getItem(key)) || {};
+      raw = localStorage.getItem(key);
     } catch {
-      return {}; // storage refused (privacy mode, file://): the page still works, without memory
+      return {};
     }
+    let value = null;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      /* not JSON: discarded below */
+    }
+    const valid = value !== null && typeof value === "object" && !Array.isArray(value);
+    const state = Object.create(null);
+    if (valid) for (const [k, v] of Object.entries(value)) if (v === true || v === false) state[k] = v;
+    if (raw !== null && (!valid || Object.keys(state).length !== Object.keys(value).length)) {
+      try {
+        localStorage.removeItem(key); // bad state: start afresh
+      } catch {
+        /* storage refused */
+      }
+    }
+    return state;
   };
   const save = (key, value) => {
     try {
       localStorage.setItem(key, JSON.stringify(value));
+      return true;
     } catch {
-      /* not persisted: see load() */
+      return false; // quota or storage refused: the caller says "not saved"
+    }
+  };
+  const NOT_SAVED = "El progrés no es desa en aquest navegador (emmagatzematge no disponible).";
+  const noteSaved = (anchor, ok) => {
+    // one note just before `anchor` (the quiz's progress bar, a checklist), only while failing
+    const prev = anchor.previousElementSibling;
+    const note = prev && prev.classList.contains("tw-not-saved") ? prev : null;
+    if (ok) note?.remove();
+    else if (!note) {
+      const p = document.createElement("p");
+      p.className = "tw-not-saved";
+      p.setAttribute("role", "status");
+      p.textContent = NOT_SAVED;
+      anchor.before(p);
     }
   };
   const parseNumber = (text) => {
@@ -52,7 +89,7 @@
     };
     const solve = (q) => {
       state[q.dataset.q] = true;
-      save(key, state);
+      noteSaved(bar, save(key, state));
       render();
     };
 
@@ -108,7 +145,7 @@
     });
     reset.addEventListener("click", () => {
       Object.keys(state).forEach((k) => delete state[k]);
-      save(key, state);
+      noteSaved(bar, save(key, state));
       quiz.querySelectorAll(".tw-right, .tw-wrong").forEach((li) => li.classList.remove("tw-right", "tw-wrong"));
       quiz.querySelectorAll(".tw-why").forEach((why) => (why.hidden = true));
       quiz.querySelectorAll(".tw-feedback").forEach((f) => (f.textContent = ""));
@@ -132,7 +169,7 @@
       li.append(box, label);
       box.addEventListener("change", () => {
         state[li.dataset.item] = box.checked;
-        save(key, state);
+        noteSaved(list, save(key, state));
       });
     });
   }
