@@ -65,34 +65,44 @@ def positions(start: int, count: int, d: int) -> np.ndarray:
     return 0.02 * enc  # small beside the token embeddings, which start at std 0.02
 
 
-# ---- matrix products: BLAS natively, einsum's row-wise loop in Pyodide ------------------
+# ---- matrix products: BLAS natively, einsum's row-wise loops in Pyodide -----------------
 # Pyodide's numpy has no BLAS: its matmul falls back to a loop that walks the right-hand
-# matrix down its columns and accumulates through memory. einsum's loops run along
-# contiguous rows (out[i, :] += a[i, k] * b[k, :], or contiguous dot products), about twice
-# as fast there at this model's shapes (benchmarks/training.py measures both). Same
-# products, summed in another float32 order; natively BLAS is far faster than either.
+# matrix down its columns and accumulates through memory. einsum has two faster loops over
+# contiguous rows: "axpy" (out[i, :] += a[i, k] * b[k, :]) and "dot" (out[i, n] = a[i, :]
+# · bt[n, :], accumulated in a register). Measured in Pyodide at this model's shapes, dot
+# wins when the summed axis is at least as long as the output row, axpy otherwise; both
+# beat matmul 1.5-3× (benchmarks/training.py measures the peak of each). Same products,
+# summed in another float32 order. Natively, BLAS is far faster than either.
 EINSUM = sys.platform == "emscripten"
+
+
+def _einsum(a2, b=None, bt=None):
+    """a2 [M, K] @ [K, N], the right side given as b [K, N] or as bt [N, K]."""
+    n = b.shape[1] if b is not None else bt.shape[0]
+    if a2.shape[1] >= n:  # long sums, narrow output: contiguous dot products
+        return np.einsum("ik,nk->in", a2, np.ascontiguousarray(b.T) if bt is None else bt)
+    return np.einsum("ik,kn->in", a2, np.ascontiguousarray(bt.T) if b is None else b)  # row updates
 
 
 def mm(a, b):
     """a [..., K] @ b [K, N] -> [..., N]."""
     if not EINSUM:
         return a @ b
-    return np.einsum("ik,kn->in", a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[1])
+    return _einsum(a.reshape(-1, a.shape[-1]), b=b).reshape(*a.shape[:-1], b.shape[1])
 
 
 def mm_nt(a, b):
     """a [..., N] @ b [K, N].T -> [..., K]: the tied head, and gradients through a weight."""
     if not EINSUM:
         return a @ b.T
-    return np.einsum("in,kn->ik", a.reshape(-1, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[0])
+    return _einsum(a.reshape(-1, a.shape[-1]), bt=b).reshape(*a.shape[:-1], b.shape[0])
 
 
 def mm_tn(a, b):
     """a [M, K].T @ b [M, N] -> [K, N]: a weight gradient, summed over the M rows."""
     if not EINSUM:
         return a.T @ b
-    return np.einsum("mk,mn->kn", a, b)
+    return np.einsum("km,nm->kn", np.ascontiguousarray(a.T), np.ascontiguousarray(b.T))  # dot: M is long
 
 
 # ---- layers: forward(...) -> (out, cache), backward(dout, cache) -> grads --------------
