@@ -37,12 +37,12 @@ def main() -> None:
     cfg, tc = pretrained.specs()["mini"]
     flops = train.flops_per_step(cfg, tc.batch)
 
-    trainer = Trainer(json.dumps({"steps": args.steps}))
+    trainer = Trainer("training", json.dumps({"steps": args.steps}))
     t0 = time.perf_counter()
     while not json.loads(trainer.advance(5))["done"]:
         pass
     cpython_s = time.perf_counter() - t0
-    cpython_loss = train.evaluate(trainer.params, cfg, corpus.data()[1])
+    cpython_loss = train.evaluate(trainer.run.params, cfg, corpus.data()[1])
 
     from playwright.sync_api import sync_playwright
 

@@ -135,21 +135,6 @@ def fetch(name: str, sources=SOURCES) -> Path:
     )
 
 
-def lockfile() -> str:
-    """pyodide-lock.json for this site: the official entry of numpy, nothing else."""
-    import json
-
-    lock = {
-        "info": {"abi_version": "2024_0", "arch": "wasm32", "platform": "emscripten_3_1_58",
-                 "python": "3.12.7", "version": PYODIDE_VERSION},
-        "packages": {"numpy": {
-            "depends": [], "file_name": NUMPY_WHEEL, "imports": ["numpy"], "install_dir": "site",
-            "name": "numpy", "package_type": "package", "sha256": PINNED[NUMPY_WHEEL],
-            "unvendored_tests": True, "version": "2.0.2"}},
-    }
-    return json.dumps(lock, indent=1, sort_keys=True)
-
-
 if __name__ == "__main__":  # `python -m build_hooks.assets`: fill the cache ahead of a build
     for file_name in PINNED:
         print(f"{file_name}: {fetch(file_name)}")

@@ -11,21 +11,19 @@ import base64
 import hashlib
 import re
 
-from .offline import serving
-
 INLINE = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>(.*?)</script>", re.S)
 POLICY = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval' {hashes}; style-src 'self' 'unsafe-inline'; "
           "img-src 'self' data:; font-src 'self'; connect-src 'self'; worker-src 'self'; "
           "object-src 'none'; base-uri 'self'; form-action 'self'")
 
 
-def on_post_template(output: str, *, template_name: str, config) -> str:
+def on_post_template(output: str, *, template_name: str, config, build) -> str:
     """Static templates such as 404.html get the same policy."""
-    return on_post_page(output, page=None, config=config) if template_name.endswith(".html") else output
+    return on_post_page(output, page=None, config=config, build=build) if template_name.endswith(".html") else output
 
 
-def on_post_page(output: str, *, page, config) -> str:
-    if serving():
+def on_post_page(output: str, *, page, config, build) -> str:
+    if build.is_serve:
         return output
     hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(m.encode()).digest()).decode() + "'"
                      for m in INLINE.findall(output)})

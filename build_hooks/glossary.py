@@ -68,19 +68,15 @@ class Glossary:
         return "| Terme | Què vol dir |\n|---|---|\n" + "\n".join(lines)
 
 
-_glossary: Glossary | None = None  # this build's glossary (the hooks re-import this module per build)
-
-
-def on_config(config):
-    global _glossary
-    _glossary = Glossary.load(Path(config.config_file_path).parent / SOURCE)
+def on_config(config, *, build):
+    build.glossary = Glossary.load(Path(config.config_file_path).parent / SOURCE)
     return config
 
 
-def on_page_markdown(markdown: str, *, page, config, files) -> str:
+def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
     if DIRECTIVE not in markdown:
         return markdown
-    return markdown.replace(DIRECTIVE, _glossary.table())
+    return markdown.replace(DIRECTIVE, build.glossary.table())
 
 
 def focusable(html: str) -> str:
@@ -102,6 +98,6 @@ def focusable(html: str) -> str:
     return "".join(out)
 
 
-def on_page_content(html: str, *, page, config, files) -> str:
-    html = LABEL.sub(lambda m: m.group(1) + _glossary.wrap(m.group(2)), html)
+def on_page_content(html: str, *, page, config, files, build) -> str:
+    html = LABEL.sub(lambda m: m.group(1) + build.glossary.wrap(m.group(2)), html)
     return focusable(html)

@@ -1,75 +1,84 @@
-"""The one hook module named in mkdocs.yml: it reloads the concern modules on each build.
+"""The one hook module named in mkdocs.yml: one object holds the build, the concerns do the work.
 
-MkDocs imports a hook file once per process, so `mkdocs serve` would keep running stale
-code after an edit. On every `on_config` this module drops `widgets_py` and the other
-`build_hooks` modules from `sys.modules` and imports them again, so a rebuild prerenders
-with the edited widgets and bundles the edited package.
+MkDocs loads a hook file once per process and treats it as a plugin. Like Material's
+plugins, the state lives on one object (`TEXTBOOK`): `on_startup` records whether this is
+`mkdocs serve`, and every `on_config` starts a fresh `context.Build` that each concern's
+handlers receive as `build=`. On every `on_config` the concern modules and `widgets_py`
+are also imported afresh, so a `mkdocs serve` rebuild prerenders with the edited widgets
+and bundles the edited package.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 
-CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.widget_pages", "build_hooks.glossary", "build_hooks.mathml",
-            "build_hooks.csp", "build_hooks.offline")  # csp after every <script> is in; offline last
-_active: list = []
+CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.quiz", "build_hooks.widget_pages", "build_hooks.glossary",
+            "build_hooks.mathml", "build_hooks.csp", "build_hooks.offline")
+# quiz before widget_pages (it expands its own md: directives); csp after every <script>; offline last
 
 
-def _fresh_import() -> list:
-    for name in list(sys.modules):
-        if name.split(".")[0] in ("widgets_py", "build_hooks") and name != "build_hooks":
-            del sys.modules[name]
-    importlib.invalidate_caches()
-    return [importlib.import_module(name) for name in CONCERNS]
+class Textbook:
+    """The hooks' plugin object: the serve flag, this build's context, the concern modules."""
+
+    def __init__(self):
+        self.is_serve = False  # `load_config` + `build` without on_startup (tests) is a build
+        self.build = None  # context.Build, new on every on_config
+        self.concerns: list = []
+
+    def on_startup(self, *, command, dirty):
+        self.is_serve = command == "serve"
+
+    def on_config(self, config):
+        for name in list(sys.modules):
+            if name.split(".")[0] in ("widgets_py", "build_hooks") and name != "build_hooks":
+                del sys.modules[name]
+        importlib.invalidate_caches()
+        self.concerns = [importlib.import_module(name) for name in CONCERNS]
+        self.build = importlib.import_module("build_hooks.context").Build(is_serve=self.is_serve)
+        for handler in self._each("on_config"):
+            config = handler(config, build=self.build) or config
+        return config
+
+    def _each(self, event: str):
+        return [getattr(m, event) for m in self.concerns if hasattr(m, event)]
+
+    def on_files(self, files, *, config):
+        for handler in self._each("on_files"):
+            files = handler(files, config=config, build=self.build) or files
+        return files
+
+    def on_page_markdown(self, markdown, *, page, config, files):
+        for handler in self._each("on_page_markdown"):
+            markdown = handler(markdown, page=page, config=config, files=files, build=self.build)
+        return markdown
+
+    def on_page_content(self, html, *, page, config, files):
+        for handler in self._each("on_page_content"):
+            html = handler(html, page=page, config=config, files=files, build=self.build)
+        return html
+
+    def on_post_page(self, output, *, page, config):
+        for handler in self._each("on_post_page"):
+            output = handler(output, page=page, config=config, build=self.build)
+        return output
+
+    def on_post_template(self, output_content, *, template_name, config):
+        for handler in self._each("on_post_template"):
+            output_content = handler(output_content, template_name=template_name, config=config, build=self.build)
+        return output_content
+
+    def on_post_build(self, *, config):
+        for handler in self._each("on_post_build"):
+            handler(config=config, build=self.build)
 
 
-def _each(event: str):
-    return [getattr(m, event) for m in _active if hasattr(m, event)]
-
-
-def on_startup(*, command, dirty):
-    os.environ["TW_MKDOCS_COMMAND"] = command  # 'build' or 'serve': offline.py and csp.py ask
-
-
-def on_config(config):
-    _active[:] = _fresh_import()
-    for handler in _each("on_config"):
-        config = handler(config) or config
-    return config
-
-
-def on_files(files, *, config):
-    for handler in _each("on_files"):
-        files = handler(files, config=config) or files
-    return files
-
-
-def on_page_markdown(markdown, *, page, config, files):
-    for handler in _each("on_page_markdown"):
-        markdown = handler(markdown, page=page, config=config, files=files)
-    return markdown
-
-
-def on_page_content(html, *, page, config, files):
-    for handler in _each("on_page_content"):
-        html = handler(html, page=page, config=config, files=files)
-    return html
-
-
-def on_post_page(output, *, page, config):
-    for handler in _each("on_post_page"):
-        output = handler(output, page=page, config=config)
-    return output
-
-
-def on_post_template(output_content, *, template_name, config):
-    for handler in _each("on_post_template"):
-        output_content = handler(output_content, template_name=template_name, config=config)
-    return output_content
-
-
-def on_post_build(*, config):
-    for handler in _each("on_post_build"):
-        handler(config=config)
+TEXTBOOK = Textbook()
+on_startup = TEXTBOOK.on_startup
+on_config = TEXTBOOK.on_config
+on_files = TEXTBOOK.on_files
+on_page_markdown = TEXTBOOK.on_page_markdown
+on_page_content = TEXTBOOK.on_page_content
+on_post_page = TEXTBOOK.on_post_page
+on_post_template = TEXTBOOK.on_post_template
+on_post_build = TEXTBOOK.on_post_build

@@ -25,6 +25,6 @@ def _mathml(tex: str, display: str, page) -> str:
         raise PluginError(f"{page.file.src_uri}: cannot typeset ${tex}$: {exc}") from None
 
 
-def on_page_content(html: str, *, page, config, files) -> str:
+def on_page_content(html: str, *, page, config, files, build) -> str:
     html = BLOCK.sub(lambda m: f'<div class="tw-math">{_mathml(m.group(1), "block", page)}</div>', html)
     return INLINE.sub(lambda m: _mathml(m.group(1), "inline", page), html)

@@ -8,19 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 TEMPLATE = Path(__file__).with_name("sw.js")
 FLAG = '<meta name="tw-sw" content="sw.js">'
 
 
-def serving() -> bool:
-    return os.environ.get("TW_MKDOCS_COMMAND") == "serve"
-
-
-def on_post_page(output: str, *, page, config) -> str:
-    if serving():
+def on_post_page(output: str, *, page, config, build) -> str:
+    if build.is_serve:
         return output
     return output.replace("<head>", "<head>" + FLAG, 1)
 
@@ -36,8 +31,8 @@ def precache_list(site: Path) -> list[str]:
     return urls
 
 
-def on_post_build(*, config) -> None:
-    if serving():
+def on_post_build(*, config, build) -> None:
+    if build.is_serve:
         return
     site = Path(config["site_dir"])
     files = precache_list(site)

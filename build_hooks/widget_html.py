@@ -73,8 +73,8 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
         '<button type="button" class="tw-train-cancel" hidden>Atura</button>'
         '<progress class="tw-train-progress" max="1" value="0" hidden></progress>'
         '<span class="tw-train-status" role="status" aria-live="polite"></span></div>'
-    ) if w.meta.get("trainable") else ""
-    autorun = ' data-autorun="true"' if w.meta.get("measured") else ""
+    ) if w.trainable else ""
+    autorun = ' data-autorun="true"' if w.autorun else ""
     return (
         f'<div class="tw-widget" id="{escape(uid)}" data-widget="{escape(name)}" data-instance="{escape(instance)}" '
         f'data-state="static" data-params="{_attr(params)}"{autorun}>'

@@ -21,7 +21,6 @@ from mkdocs.exceptions import PluginError
 from widgets_py import registry
 from widgets_py.params import ParamError
 
-from . import pyodide_bundle
 from .widget_html import live_number, widget
 
 CODE = re.compile(r"(^(```|~~~).*?^\2[ \t]*$|`[^`\n]+`)", re.M | re.S)
@@ -29,25 +28,15 @@ WIDGET = re.compile(r"^<!-- md:widget (.+?) -->[ \t]*$", re.M)
 VALUE = re.compile(r"<!-- md:value (.+?) -->")
 SLOT = '<div class="tw-slot" data-slot="{}"></div>'
 
-_slots: dict[str, list[str]] = {}  # page src_uri -> rendered widget HTML, by slot number
 
-
-_fixed: dict[str, tuple[dict, dict]] = {}  # one build's fixed-parameter runs, by widget and params
-
-
-def fixed_values(name: str, raw: dict) -> tuple[dict, dict]:
+def fixed_values(name: str, raw: dict, cache: dict) -> tuple[dict, dict]:
     """(params, Catalan text of the values) at fixed parameters: numbers only, no figure,
-    each distinct call computed once per build (module state is reset with the hooks)."""
+    each distinct call computed once per build (`cache` is the build's `fixed`)."""
     params = registry.validate_params(name, raw)
     key = name + json.dumps(params, sort_keys=True)
-    if key not in _fixed:
-        _fixed[key] = params, registry.formatted(name, registry.compute(name, params)[1])
-    return _fixed[key]
-
-
-def site_config() -> dict:
-    """What the browser needs to boot: the pinned runtime's folder and the bundle's name and hash."""
-    return {"bundle": pyodide_bundle.bundle, "pyodide": pyodide_bundle.SITE_DIR}
+    if key not in cache:
+        cache[key] = params, registry.formatted(name, registry.compute(name, params)[1])
+    return cache[key]
 
 
 def _split(args: str) -> tuple[str, dict[str, str]]:
@@ -70,7 +59,7 @@ def _outside_code(markdown: str, fn) -> str:
     return "".join(out + [fn(markdown[last:])])
 
 
-def on_page_markdown(markdown: str, *, page, config, files) -> str:
+def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
     slots: list[str] = []
     instances: dict[str, tuple[str, dict, dict]] = {}  # id -> (widget, params, formatted values)
 
@@ -99,7 +88,7 @@ def on_page_markdown(markdown: str, *, page, config, files) -> str:
             return live_number(ref, text[key], None)
         name, base, _ = instances.get(instance, (instance, {}, None))
         registry.get(name).output(key)
-        params, text = fixed_values(name, {**base, **pairs})
+        params, text = fixed_values(name, {**base, **pairs}, build.fixed)
         return live_number(f"{name}.{key}", text[key], params)
 
     try:
@@ -107,12 +96,12 @@ def on_page_markdown(markdown: str, *, page, config, files) -> str:
         markdown = _outside_code(markdown, lambda part: VALUE.sub(value, part))
     except (ParamError, ValueError) as exc:
         raise PluginError(f"{page.file.src_uri}: {exc}") from None
-    _slots[page.file.src_uri] = slots
+    build.slots[page.file.src_uri] = slots
     return markdown
 
 
-def on_page_content(html: str, *, page, config, files) -> str:
-    slots = _slots.pop(page.file.src_uri, [])
+def on_page_content(html: str, *, page, config, files, build) -> str:
+    slots = build.slots.pop(page.file.src_uri, [])
     for i, rendered in enumerate(slots):
         tag = SLOT.format(i)
         if tag not in html:
@@ -121,15 +110,15 @@ def on_page_content(html: str, *, page, config, files) -> str:
     if slots or "tw-live" in html or "tw-fixed" in html:
         # a data attribute, not a <script type="application/json">: Material's instant
         # navigation re-creates the scripts of a new page, and would run this one as JS
-        html += f'<div id="tw-config" hidden data-config="{escape(json.dumps(site_config()), quote=True)}"></div>'
+        html += f'<div id="tw-config" hidden data-config="{escape(json.dumps(build.site_config()), quote=True)}"></div>'
     return html
 
 
-def on_post_page(output: str, *, page, config) -> str:
-    """Pages with widgets start Python from <head> (assets/tw/boot.js), before the body parses."""
+def on_post_page(output: str, *, page, config, build) -> str:
+    """Pages with widgets start Python from <head> (assets/tw/kernel.js), before the body parses."""
     if 'id="tw-config"' not in output:
         return output
     root = "../" * page.url.count("/")
-    tag = (f'<script src="{root}assets/tw/boot.js" '
-           f'data-config="{escape(json.dumps(site_config()), quote=True)}"></script>')
+    tag = (f'<script src="{root}assets/tw/protocol.js"></script><script src="{root}assets/tw/kernel.js" '
+           f'data-config="{escape(json.dumps(build.site_config()), quote=True)}"></script>')
     return output.replace("</title>", "</title>" + tag, 1)

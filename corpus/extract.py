@@ -373,8 +373,9 @@ def main() -> None:
                     help="directory holding the pinned .deb files "
                          "(skips apt-get download; sha256 still checked)")
     ap.add_argument("--out-dir", type=Path, default=HERE,
-                    help="where to write ca.txt and COPYRIGHT "
-                         "(default: the directory of this script)")
+                    help="where to write COPYRIGHT (default: the directory of this script)")
+    ap.add_argument("--text", type=Path, default=HERE.parent / "widgets_py" / "data" / "ca.txt",
+                    help="where to write ca.txt (default: widgets_py/data/, package data of the bundle)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ca-corpus-") as tmp:
@@ -392,13 +393,14 @@ def main() -> None:
     out = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
     data = ("\n\n".join(paragraphs) + "\n").encode("utf-8")
-    (out / "ca.txt").write_bytes(data)
+    args.text.parent.mkdir(parents=True, exist_ok=True)
+    args.text.write_bytes(data)
     (out / "COPYRIGHT").write_bytes(copyright_bytes)
 
     vocab = sorted(set(data.decode("utf-8")) - {"\n"})
     print(f"pages used: {len(pages)} (first {pages[0]}, last {pages[-1]})",
           file=sys.stderr)
-    print(f"wrote {out / 'ca.txt'}: {len(data)} bytes, "
+    print(f"wrote {args.text}: {len(data)} bytes, "
           f"{len(paragraphs)} paragraphs, {len(vocab)} distinct characters "
           f"(plus newline), sha256 {hashlib.sha256(data).hexdigest()}",
           file=sys.stderr)

@@ -18,17 +18,8 @@ BOOT_MS = 90_000
 
 
 def dom_params(page, sel: str) -> dict:
-    """The parameters the widget's controls currently show, read as the host reads them."""
-    return page.eval_on_selector(sel, """w => {
-        const p = {};
-        w.querySelectorAll('.tw-controls [name]').forEach(el => {
-            if (el.type === 'checkbox') p[el.name] = el.checked;
-            else if (el.type === 'hidden') p[el.name] = JSON.parse(el.dataset.json);
-            else if (el.type === 'range') p[el.name] = JSON.parse(el.dataset.positions)[Number(el.value)];
-            else p[el.name] = el.value;
-        });
-        return p;
-    }""")
+    """The parameters the widget's controls currently show, read by the host's own reader."""
+    return page.eval_on_selector(sel, "w => window.tw.readParams(w)")
 
 
 def assert_matches_cpython(page, sel: str) -> None:

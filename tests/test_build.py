@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from html import unescape
 import pytest
 
@@ -52,8 +54,13 @@ def test_widgets_are_prerendered_and_bundle_hash_registered(site, page):
         for key, shown in re.findall(r'<div data-value="([^"]+)"><dt>(?:(?!</dt>).)*</dt><dd>([^<]*)</dd>', block)[:5]:
             assert is_measured(w["name"], key) or unescape(shown) == text[key]
     config = json.loads(unescape(re.search(r'<div id="tw-config" hidden data-config="([^"]+)"></div>', html).group(1)))
-    bundle = site / "assets" / "tw" / config["bundle"]["name"]
-    assert assets.sha256(bundle.read_bytes()) == config["bundle"]["sha256"]
+    runtime = site / config["runtime"]
+    entry = json.loads((runtime / config["lock"]).read_text())["packages"][config["package"]]
+    wheel = (runtime / entry["file_name"]).read_bytes()
+    assert assets.sha256(wheel) == entry["sha256"] == config["sha256"]  # what loadPackage checks
+    with zipfile.ZipFile(io.BytesIO(wheel)) as z:  # code, weights and corpus as package data
+        assert {"widgets_py/browser.py", "widgets_py/weights/manifest.json", "widgets_py/data/ca.txt"} <= set(z.namelist())
+        assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in z.infolist())  # no build time in the bytes
 
 
 def test_every_live_number_equals_cpython(site):
@@ -115,7 +122,7 @@ def test_maths_is_mathml_without_a_renderer(site):
 def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
     """What `mkdocs serve` does on an edit: reload the config and build again in-process."""
     project = tmp_path / "project"
-    for part in ("docs", "includes", "widgets_py", "build_hooks", "corpus", "mkdocs.yml"):
+    for part in ("docs", "includes", "widgets_py", "build_hooks", "corpus", "overrides", "mkdocs.yml"):
         src = ROOT / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, project / part)
     script = textwrap.dedent(f"""
@@ -125,7 +132,7 @@ def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
         def once(out):
             build(load_config("mkdocs.yml", site_dir=out))
             html = pathlib.Path(out, "cap15/index.html").read_text()
-            return re.search(r'data-widget="roofline".*?<p class="tw-title">(.*?)</p>', html).group(1), re.search(r'widgets_py-[0-9a-f]+\\.zip', html).group(0)
+            return re.search(r'data-widget="roofline".*?<p class="tw-title">(.*?)</p>', html).group(1), re.search(r'&quot;sha256&quot;: &quot;([0-9a-f]+)', html).group(1)
         first = once("{tmp_path}/a")
         path = pathlib.Path("widgets_py/roofline.py")
         path.write_text(path.read_text().replace('title="Prefill contra decode', 'title="EDITAT Prefill contra decode'))

@@ -127,14 +127,14 @@ def test_corrupted_widgets_bundle_is_refused(watched, server, site):
         body[len(body) // 2] ^= 0xFF
         route.fulfill(body=bytes(body), content_type="application/zip")
 
-    page.route("**/assets/tw/widgets_py-*.zip", corrupt)
+    page.route("**/pyodide/widgets_py-*.whl", corrupt)  # loadPackage checks it against pyodide-lock.json
     page.goto(server + PAGE)
     expect_failure(page, "sha256")
 
 
 def test_python_raising_in_one_widget_leaves_the_others_working(watched, server, site):
-    """A bundle whose roofline module raises, served with its own hash: only roofline fails."""
-    bundle = next((site / "assets" / "tw").glob("widgets_py-*.zip"))
+    """A wheel whose roofline module raises, locked with its own hash: only roofline fails."""
+    bundle = next((site / "pyodide").glob("widgets_py-*.whl"))
     src = zipfile.ZipFile(bundle)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
@@ -147,14 +147,14 @@ def test_python_raising_in_one_widget_leaves_the_others_working(watched, server,
     broken = out.getvalue()
     digest = assets.sha256(broken)
     page = watched.page
-    page.route(f"**/assets/tw/{bundle.name}", lambda route: route.fulfill(body=broken, content_type="application/zip"))
+    page.route(f"**/pyodide/{bundle.name}", lambda route: route.fulfill(body=broken, content_type="application/zip"))
 
-    def patch_html(route):
-        html = route.fetch().text()
-        html = re.sub(r'&quot;sha256&quot;: &quot;[0-9a-f]{64}&quot;', f'&quot;sha256&quot;: &quot;{digest}&quot;', html)
-        route.fulfill(body=html, content_type="text/html")
+    def patch_lock(route):
+        lock = json.loads(route.fetch().text())
+        lock["packages"]["widgets-py"]["sha256"] = digest
+        route.fulfill(body=json.dumps(lock), content_type="application/json")
 
-    page.route(re.compile(r".*/cap15/(\?.*)?$"), patch_html)
+    page.route(re.compile(r".*/pyodide/pyodide-lock\.json(\?.*)?$"), patch_lock)
     page.goto(server + PAGE)
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
     page.select_option('.tw-widget[data-widget="roofline"] [name=model]', "gpt2-xl")

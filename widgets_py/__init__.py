@@ -6,7 +6,7 @@ it in the reader's browser (Pyodide).
 """
 
 from .params import Output, Param, ParamError
-from .registry import Result, Widget, formatted, get, names, register, run
+from .registry import formatted, get, names, run
+from .widget import Result, Trainable, Widget
 
-__all__ = ["Output", "Param", "ParamError", "Result", "Widget", "formatted", "get", "names",
-           "register", "run"]
+__all__ = ["Output", "Param", "ParamError", "Result", "Trainable", "Widget", "formatted", "get", "names", "run"]

@@ -20,7 +20,7 @@ from .batching_sim import Request, Run, simulate
 from .hardware import MODELS
 from .lengths import long_tail
 from .params import Output, Param
-from .registry import Widget, register
+from .widget import Widget
 from .serving import Setup, decode_step, ttft
 from .svg import Plot
 
@@ -165,7 +165,7 @@ def _tables(p: dict, v: dict) -> str:
         f"<td>{fmt.with_unit(v['gap_p99_' + k + '_ms'], 1, 'ms')}</td><td>{fmt.with_unit(v['gap_max_' + k + '_ms'], 1, 'ms')}</td>"
         f"<td>{fmt.with_unit(v['long_ttft_' + k + '_s'], 2, 's')}</td><td>{fmt.number(v['throughput_' + k])}</td></tr>"
         for name, k in (("prompt sencer", "whole"), (f"trossos de {fmt.number(p['chunk_tokens'])}", "chunked")))
-    return ("<table><thead><tr><th></th><th>tok/s</th><th>iteracions</th><th>ranures ocupades</th>"
+    return ("<table><thead><tr><th>Batching</th><th>tok/s</th><th>iteracions</th><th>ranures ocupades</th>"
             f"<th>TTFT p95</th><th>latència p95</th></tr></thead><tbody>{rows}</tbody></table>"
             f"<table><caption>Amb càrrega sostinguda ({fmt.number(SUSTAINED_GAP_MS)} ms entre arribades de mitjana) "
             f"i {v['long_requests']} prompts de {fmt.tokens(LONG_PROMPT)} tokens: interval entre tokens</caption>"
@@ -226,7 +226,7 @@ OUTPUTS = (
     Output("sustained_gap_ms", "temps entre arribades amb càrrega", "ms", 0, panel=False),
 )
 
-WIDGET = register(Widget(
+WIDGET = Widget(
     name="batching",
     title="Continuous batching: la cua simulada",
     params=PARAMS,
@@ -235,4 +235,4 @@ WIDGET = register(Widget(
     figure=_figure,
     tables=_tables,
     summary="Simula la mateixa cua amb batching estàtic i continu, iteració a iteració.",
-))
+)

@@ -1,6 +1,6 @@
 """The Catalan corpus as the mini-GPT sees it: characters, a train/held-out split, a bound.
 
-`corpus/ca.txt` (see corpus/SOURCE.md) holds paragraphs separated by blank lines; the
+`widgets_py/data/ca.txt` (package data; see corpus/SOURCE.md) holds paragraphs separated by blank lines; the
 last 10 % of the paragraphs are held out. The bigram bound is the held-out cross-entropy
 of the best bigram model the training text gives (counts with the add-alpha smoothing
 that does best on held-out): a model that beats it uses more than the last character.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-PATH = Path(__file__).resolve().parent.parent / "corpus" / "ca.txt"
+PATH = Path(__file__).resolve().parent / "data" / "ca.txt"  # package data: shipped in the wheel
 
 
 @cache

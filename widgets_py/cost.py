@@ -15,7 +15,7 @@ import numpy as np
 from . import fmt
 from .hardware import GPUS, MODELS, ModelCard, counts
 from .params import Output, Param
-from .registry import Widget, register
+from .widget import Widget
 from .serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step,
                       format_choices, kv_bytes_per_token, params_read, ttft)
 from .svg import Plot, log_ticks
@@ -209,7 +209,7 @@ OUTPUTS = (
     Output("params_active", "paràmetres actius", decimals=2, style="si", panel=False),
 )
 
-WIDGET = register(Widget(
+WIDGET = Widget(
     name="cost",
     title="La calculadora del que costa",
     params=PARAMS,
@@ -218,4 +218,4 @@ WIDGET = register(Widget(
     figure=_figure,
     tables=_tables,
     summary="Memòria, throughput i dòlars per milió de tokens d'un model servit en unes GPUs.",
-))
+)

@@ -17,7 +17,7 @@ from . import fmt
 from .hardware import MODELS
 from .lengths import long_tail
 from .params import Output, Param
-from .registry import Widget, register
+from .widget import Widget
 from .serving import CACHE_FORMATS, FORMATS, Setup, clamp_context, format_choices, kv_bytes_per_token, ttft
 from .svg import Plot
 
@@ -184,7 +184,7 @@ OUTPUTS = (
     Output("context_note", "context", style="text"),
 )
 
-WIDGET = register(Widget(
+WIDGET = Widget(
     name="kv_cache",
     title="El KV-cache en serving: fragmentació, pàgines i prefixos",
     params=PARAMS,
@@ -193,4 +193,4 @@ WIDGET = register(Widget(
     figure=_figure,
     tables=_tables,
     summary="Simula com s'omple la memòria del cache amb blocs contigus i amb pàgines.",
-))
+)

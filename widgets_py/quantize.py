@@ -21,7 +21,7 @@ import numpy as np
 from . import corpus, fmt, gpt, pretrained
 from .numformats import BITS, decode, encode, quantize
 from .params import Output, Param
-from .registry import Widget, register
+from .widget import Widget
 from .svg import Plot
 from .train import evaluate
 
@@ -242,7 +242,7 @@ OUTPUTS = (
     Output("bigram", "fita del bigrama", "nats", 2, panel=False),
 )
 
-WIDGET = register(Widget(
+WIDGET = Widget(
     name="quantize",
     title="Quantització: menys bits, i què costa",
     params=PARAMS,
@@ -251,4 +251,4 @@ WIDGET = register(Widget(
     figure=_figure,
     tables=_tables,
     summary="Quantitza de debò els pesos del mini-GPT entrenat i en torna a mesurar la pèrdua.",
-))
+)

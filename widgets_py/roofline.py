@@ -16,7 +16,7 @@ import numpy as np
 from . import fmt
 from .hardware import GPUS, MODELS, counts
 from .params import Output, Param
-from .registry import Widget, register
+from .widget import Widget
 from .serving import (FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
                       flops_per_token, format_choices, kv_bytes_per_token, params_read, ttft)
 from .svg import Plot, log_ticks
@@ -184,7 +184,7 @@ OUTPUTS = (
     Output("gpus_for_weights", "GPU per als pesos", decimals=0, panel=False),
 )
 
-WIDGET = register(Widget(
+WIDGET = Widget(
     name="roofline",
     title="Prefill contra decode: la calculadora del sostre",
     params=PARAMS,
@@ -193,4 +193,4 @@ WIDGET = register(Widget(
     figure=_figure,
     tables=_tables,
     summary="Sostres de decode i prefill d'un model en una GPU, amb el model del roofline.",
-))
+)

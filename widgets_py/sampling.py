@@ -18,7 +18,7 @@ import numpy as np
 
 from . import corpus, fmt, gpt, pretrained
 from .params import Output, Param
-from .registry import Widget, register
+from .widget import Widget
 from .svg import Plot
 
 SAMPLE_CHARS = 120  # characters generated with the current settings
@@ -248,7 +248,7 @@ OUTPUTS = (
     Output("context_tail", "context", style="text", panel=False),
 )
 
-WIDGET = register(Widget(
+WIDGET = Widget(
     name="sampling",
     title="Com es tria el token",
     params=PARAMS,
@@ -257,4 +257,4 @@ WIDGET = register(Widget(
     figure=_figure,
     tables=_tables,
     summary="La distribució del mini-GPT entrenat i el que en deixa viu cada mètode.",
-))
+)

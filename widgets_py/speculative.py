@@ -17,7 +17,7 @@ import numpy as np
 
 from . import corpus, fmt, gpt, pretrained
 from .params import Output, Param
-from .registry import Widget, register
+from .widget import Widget
 from .svg import Plot
 
 PROMPT_CHARS = 40
@@ -185,7 +185,7 @@ OUTPUTS = (
     Output("text_alone", "text del gran sol", style="text", panel=False),
 )
 
-WIDGET = register(Widget(
+WIDGET = Widget(
     name="speculative",
     title="Speculative decoding: el petit proposa, el gran verifica",
     params=PARAMS,
@@ -194,4 +194,4 @@ WIDGET = register(Widget(
     figure=_figure,
     tables=_tables,
     summary="Dos mini-GPT entrenats: el draft proposa k tokens i el gran els verifica d'una passada.",
-))
+)

@@ -1,30 +1,28 @@
 """Training the mini-GPT, shown: the loss curve against the bigram bound.
 
-At build time the curve is the pretrained model's; in the browser a button retrains the
-model from scratch in the worker (`browser.Trainer`), redrawing this curve as it goes,
-and the result replaces the pretrained weights for every widget of the page.
+At build time the curve is the pretrained model's. The widget is trainable: in the
+browser a button retrains the model from scratch in the worker (`trainer.Run`, with this
+widget's `steps` and `seed`), redrawing this curve as it goes, and the result replaces
+the pretrained weights for every widget of the page.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
 from . import corpus, fmt, gpt, pretrained
 from .params import Output, Param
-from .registry import Widget, register
 from .svg import Plot
 from .train import evaluate
+from .trainer import smooth
+from .widget import Trainable, Widget
+
+MODEL = "mini"
 
 
-def smooth(history: list[float], window: int = 20) -> np.ndarray:
-    h = np.asarray(history, np.float64)
-    if len(h) < window:
-        return h
-    kernel = np.ones(window) / window
-    return np.concatenate([h[:window - 1], np.convolve(h, kernel, mode="valid")])  # [n]
-
-
-def curve(history: list[float], steps: int, title: str) -> str:
+def curve(history: list[float], steps: int, title: str = "Entrenant al navegador") -> str:
     """The training loss so far (smoothed) against the bigram bound, on `steps` of x."""
     bound = corpus.bigram_bound()
     top = max(4.6, float(np.max(history)) if history else 4.6)
@@ -40,16 +38,29 @@ def curve(history: list[float], steps: int, title: str) -> str:
                               f"fita del bigrama {fmt.number(bound, 2)}.")
 
 
-def training(steps: int, seed: int) -> dict:
-    cfg, p, history = pretrained.load("mini")
-    heldout = evaluate(p, cfg, corpus.data()[1])
+@lru_cache(maxsize=4)
+def heldout_loss(generation: int) -> float:
+    """Held-out loss of the model in use: it changes only when the weights do (`generation`)."""
+    cfg, p, _ = pretrained.load(MODEL)
+    return evaluate(p, cfg, corpus.data()[1])
+
+
+def training() -> dict:
+    """The model the widgets use now (committed, or retrained in the browser): its losses.
+    (`steps` and `seed` are the parameters of the next training run, not of this.)"""
+    cfg, p, history = pretrained.load(MODEL)
+    heldout = heldout_loss(pretrained.generation())
     return {"params": gpt.n_params(p), "steps_trained": len(history), "heldout_loss": heldout,
             "bigram": corpus.bigram_bound(), "beats_bigram": heldout < corpus.bigram_bound(),
-            "final_train_loss": float(smooth(history)[-1])}
+            "final_train_loss": float(smooth(history)[-1]), "history": history}
 
 
-def _figure(p: dict, v: dict) -> tuple[str, str]:
-    _, _, history = pretrained.load("mini")
+def _values(state: dict) -> dict:
+    return {k: v for k, v in state.items() if k != "history"}
+
+
+def _figure(p: dict, state: dict) -> tuple[str, str]:
+    history, v = state["history"], state
     svg = curve(history, len(history), "La corba d'entrenament del mini-GPT")
     alt = (f"{fmt.number(v['steps_trained'])} passos; pèrdua sobre el text reservat "
            f"{fmt.number(v['heldout_loss'], 3)} nats, fita del bigrama {fmt.number(v['bigram'], 2)}.")
@@ -71,13 +82,14 @@ OUTPUTS = (
     Output("final_train_loss", "pèrdua d'entrenament final", "nats", 3, panel=False),
 )
 
-WIDGET = register(Widget(
+WIDGET = Widget(
     name="training",
     title="Entrenar el mini-GPT",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=training,
+    values=_values,
     figure=_figure,
     summary="El mini-GPT que fan servir els widgets, i la seva corba d'entrenament.",
-    meta={"trainable": True},
-))
+    trainable=Trainable(model=MODEL, curve=curve),
+)

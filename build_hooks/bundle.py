@@ -1,0 +1,97 @@
+"""The layout of what the browser loads, in one place: Pyodide's folder, its lock, our wheel.
+
+Pyodide's convention: packages are wheels listed in `pyodide-lock.json` with their sha256,
+and `pyodide.loadPackage(name)` fetches, verifies and installs them. The site's lock holds
+the official numpy entry and a pure-Python wheel of `widgets_py` (source, trained weights
+and corpus as package data), built here from the files on disk on every build, so
+`mkdocs serve` ships edited widget code. The wheel is byte-identical for identical
+inputs (sorted entries, fixed timestamps), and its version carries a hash of them, so a
+changed package is a new file name that no cache can confuse with the old one.
+
+The browser learns all of this from `site_config()`, written into each widget page: the
+worker hard-codes no folder, file or module name.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyodide_lock import PackageSpec, PyodideLockSpec
+from pyodide_lock.spec import InfoSpec
+
+from . import assets
+
+PACKAGE = Path(__file__).resolve().parent.parent / "widgets_py"
+NAME = "widgets_py"  # import name, and the distribution name in file names
+PACKAGE_KEY = "widgets-py"  # its normalised name (PEP 503): the lock's key, loadPackage's argument
+VERSION = "0.1.0"
+ENTRY = "widgets_py.browser"  # the module the worker imports: render(), fixed(), Trainer
+RUNTIME_DIR = "pyodide/"  # Pyodide's files, numpy, our wheel and the lock, in the built site
+LOCK = "pyodide-lock.json"
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip timestamp: no build time in the bytes
+INFO = InfoSpec(arch="wasm32", platform="emscripten_3_1_58", version=assets.PYODIDE_VERSION,
+                python="3.12.7", abi_version="2024_0")  # as in the official 0.27.7 lock
+
+
+@dataclass(frozen=True)
+class Wheel:
+    file_name: str
+    data: bytes
+    sha256: str
+
+
+def package_files(package: Path = PACKAGE) -> dict[str, Path]:
+    """Archive name -> path: every file of the package (code, weights, corpus), no caches."""
+    return {p.relative_to(package.parent).as_posix(): p for p in sorted(package.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+
+
+def _record_line(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def make_wheel(files: dict[str, Path]) -> Wheel:
+    """A py3-none-any wheel of `files`, byte-identical for identical inputs."""
+    contents = {name: files[name].read_bytes() for name in sorted(files)}
+    inputs = hashlib.sha256()
+    for name, data in contents.items():
+        inputs.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    version = f"{VERSION}+{inputs.hexdigest()[:12]}"  # a local version: the content's own
+    info = f"{NAME}-{version}.dist-info/"
+    contents[info + "METADATA"] = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {version}\nRequires-Dist: numpy\n".encode()
+    contents[info + "WHEEL"] = b"Wheel-Version: 1.0\nGenerator: build_hooks.bundle\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    contents[info + "top_level.txt"] = f"{NAME}\n".encode()
+    record = [_record_line(n, d) for n, d in contents.items()] + [info + "RECORD,,"]
+    contents[info + "RECORD"] = ("\n".join(record) + "\n").encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in contents.items():
+            entry = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            entry.external_attr = 0o644 << 16
+            z.writestr(entry, data)
+    data = out.getvalue()
+    return Wheel(f"{NAME}-{version}-py3-none-any.whl", data, assets.sha256(data))
+
+
+def lock(wheel: Wheel) -> str:
+    """The site's pyodide-lock.json: the official numpy entry and our wheel, which needs it."""
+    numpy = PackageSpec(name="numpy", version="2.0.2", file_name=assets.NUMPY_WHEEL, install_dir="site",
+                        sha256=assets.PINNED[assets.NUMPY_WHEEL], imports=["numpy"], unvendored_tests=True)
+    ours = PackageSpec(name=PACKAGE_KEY, version=wheel.file_name.split("-")[1], file_name=wheel.file_name,
+                       install_dir="site", sha256=wheel.sha256, imports=[NAME], depends=["numpy"])
+    spec = PyodideLockSpec(info=INFO, packages={"numpy": numpy, PACKAGE_KEY: ours})
+    spec.check_wheel_filenames()
+    return json.dumps(spec.model_dump(), indent=1, sort_keys=True)
+
+
+def site_config(wheel: Wheel) -> dict:
+    """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js)."""
+    return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256}

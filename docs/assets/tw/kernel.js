@@ -1,0 +1,135 @@
+// The kernel: the one owner of the Pyodide worker, shared by every page of a visit.
+// It knows the worker's URL, sends the init message (from the site config the build wrote,
+// see build_hooks/bundle.py), turns each call into a promise, and reports the boot as
+// events and one `ready` promise, so a page that subscribes late misses nothing.
+//
+// Loaded twice on widget pages (from <head>, where it starts Python while the page still
+// parses, and with the site's scripts, for pages reached by instant navigation): the
+// second copy does nothing.
+(() => {
+  "use strict";
+  const tw = (window.tw = window.tw || {});
+  if (tw.kernel) return;
+  const P = tw.protocol;
+  const HERE = document.currentScript.src; // assets/tw/kernel.js
+  const ROOT = new URL("../../", HERE);
+  const BOOT_TIMEOUT_MS = 120000;
+
+  class BootError extends Error {
+    constructor(kind, message) {
+      super(message);
+      this.kind = kind; // "boot" (Python could not load) | "timeout"
+    }
+  }
+
+  class Kernel {
+    constructor(config) {
+      this.sha256 = config.sha256;
+      this.failure = null; // a BootError once booting failed
+      this.loaded = false;
+      this.progress = { message: "", fraction: 0 }; // the latest boot progress
+      this.listeners = new Set(); // (event: {type, ...}) => void
+      this.pending = new Map(); // id -> {resolve, reject, onStep}
+      this.nextId = 0;
+      this.ready = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+      this.ready.catch(() => {}); // callers that never wait are not an unhandled rejection
+      this.worker = new Worker(new URL(P.WORKER, HERE));
+      // offline.js: on a first visit, hold the messages (and so Pyodide's downloads) until the
+      // service worker controls this page and the worker, so each file is fetched once
+      const gate = (tw.offline && tw.offline.controlled) || null;
+      if (gate) {
+        const post = this.worker.postMessage.bind(this.worker);
+        let queue = gate;
+        this.worker.postMessage = (msg) => (queue = queue.then(() => post(msg)));
+      }
+      this.worker.onmessage = (event) => this.receive(event.data);
+      this.worker.onerror = (event) => {
+        event.preventDefault();
+        this.fail(new BootError("boot", event.message || "el worker no arrenca"));
+      };
+      this.timer = setTimeout(() => this.loaded || this.fail(new BootError("timeout", "timeout")), BOOT_TIMEOUT_MS);
+      const runtime = new URL(config.runtime, ROOT);
+      // the lock changes with every build: its query names this build's, past any HTTP cache
+      const lock = new URL(`${config.lock}?v=${config.sha256.slice(0, 16)}`, runtime);
+      this.worker.postMessage({ type: P.INIT, indexURL: runtime.href, lockFileURL: lock.href,
+                                package: config.package, entry: config.entry });
+    }
+
+    /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}. */
+    on(listener) {
+      this.listeners.add(listener);
+      return () => this.listeners.delete(listener);
+    }
+
+    emit(event) {
+      this.listeners.forEach((listener) => listener(event));
+    }
+
+    /** One call to Python: a promise of its reply; `onStep` sees a long call's progress. */
+    call(type, payload, onStep = null) {
+      const id = ++this.nextId;
+      const promise = new Promise((resolve, reject) => {
+        if (this.failure) return reject(this.failure);
+        this.pending.set(id, { resolve, reject, onStep });
+        this.worker.postMessage({ type, id, payload });
+      });
+      promise.cancel = () => this.pending.has(id) && this.worker.postMessage({ type: P.CANCEL, id });
+      return promise;
+    }
+
+    receive(msg) {
+      if (msg.type === P.PROGRESS) {
+        this.progress = { message: msg.message, fraction: msg.fraction };
+        this.emit({ type: "progress", ...this.progress });
+      } else if (msg.type === P.LOADED) {
+        this.loaded = true;
+        clearTimeout(this.timer);
+        this.settle.resolve(this);
+        this.emit({ type: "loaded" });
+      } else if (msg.type === P.ERROR) {
+        this.fail(new BootError("boot", msg.message));
+      } else if (msg.type === P.STEP) {
+        const call = this.pending.get(msg.id);
+        if (call && call.onStep) call.onStep(msg.data);
+      } else if (msg.type === P.REPLY) {
+        const call = this.pending.get(msg.id);
+        if (!call) return;
+        this.pending.delete(msg.id);
+        if (msg.ok) call.resolve(msg.data);
+        else call.reject(new Error(msg.error));
+      }
+    }
+
+    fail(error) {
+      if (this.failure) return;
+      this.failure = error;
+      clearTimeout(this.timer);
+      this.worker.terminate();
+      this.pending.forEach((call) => call.reject(error));
+      this.pending.clear();
+      this.settle.reject(error);
+      this.emit({ type: "error", error });
+    }
+
+    terminate() {
+      this.fail(new BootError("boot", "replaced"));
+    }
+  }
+
+  let current = null;
+
+  /** The visit's kernel for this site config: the running one if it serves the same bundle. */
+  function get(config) {
+    if (current && current.sha256 === config.sha256 && !current.failure) return current;
+    if (current) current.terminate();
+    current = new Kernel(config);
+    return current;
+  }
+
+  const supported = () => location.protocol !== "file:" && typeof Worker !== "undefined" && typeof WebAssembly !== "undefined";
+  tw.kernel = { get, supported, BootError };
+
+  // From <head> on a widget page (the build adds data-config): boot now, while the page parses.
+  const config = document.currentScript.dataset.config;
+  if (config && supported()) get(JSON.parse(config));
+})();

@@ -1,0 +1,30 @@
+// The worker protocol, written once: the page (kernel.js) and the worker (worker.js,
+// through importScripts) both load this file. After Pyodide's docs/usage/webworker.md
+// (one id per call, resolved by the reply with that id) and stlite's kernel (typed
+// messages, namespaced events, loading starts as soon as the worker does).
+//
+//   page -> worker  {type: INIT, indexURL, lockFileURL, package, entry}
+//                   {type: "run" | "fixed" | "train", id, payload}      one call, one reply
+//                   {type: CANCEL, id}                                   stop a long call
+//   worker -> page  {type: PROGRESS, message, fraction} | {type: LOADED} | {type: ERROR, message}
+//                   {type: STEP, id, data}                               a long call's progress
+//                   {type: REPLY, id, ok, data | error}                  the call's end
+(function (scope) {
+  "use strict";
+  const tw = (scope.tw = scope.tw || {});
+  tw.protocol = Object.freeze({
+    WORKER: "worker.js", // beside this file and kernel.js
+    INIT: "init",
+    CANCEL: "cancel",
+    PROGRESS: "event:progress",
+    LOADED: "event:loaded",
+    ERROR: "event:error",
+    STEP: "step",
+    REPLY: "reply",
+    CALLS: Object.freeze({
+      RUN: "run", // {widget, params} -> {values, text, figure, alt, tables}
+      FIXED: "fixed", // {widget, params} -> {values, text}: numbers only, for prose at fixed params
+      TRAIN: "train", // {widget, params} -> steps {step, steps, status, figure}, reply {status, elapsed_s} | {cancelled}
+    }),
+  });
+})(self);

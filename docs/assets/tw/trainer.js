@@ -1,0 +1,67 @@
+// Training as a capability: any widget whose HTML has a .tw-train block (a widget declared
+// trainable in Python) gets a start and a cancel button driving one training call in the
+// kernel; several on one page each run their own call. The curve is redrawn at each step;
+// when a run ends, `onTrained` lets the page recompute with the new weights.
+(() => {
+  "use strict";
+  const tw = (window.tw = window.tw || {});
+  if (tw.trainer) return;
+  const TEXT = {
+    done: (status) => `Entrenat al navegador: ${status}. Els widgets ja fan servir els pesos nous.`,
+    cancelled: "Entrenament aturat; es mantenen els pesos d'abans.",
+    failed: (why) => `L'entrenament ha fallat: ${why}.`,
+  };
+
+  /** Wire the widget's training block; returns {enable()} or null if it has none. */
+  function setup(w, { kernel, onTrained, onStopped }) {
+    const block = w.querySelector(".tw-train");
+    if (!block) return null;
+    const parts = {
+      start: block.querySelector(".tw-train-start"),
+      cancel: block.querySelector(".tw-train-cancel"),
+      bar: block.querySelector(".tw-train-progress"),
+      status: block.querySelector(".tw-train-status"),
+    };
+    let running = null; // the pending training call
+
+    const show = (on) => {
+      parts.start.disabled = on;
+      parts.cancel.hidden = !on;
+      parts.bar.hidden = !on;
+    };
+    const step = (data) => {
+      w.querySelector(".tw-figure").innerHTML = data.figure;
+      parts.bar.value = data.step / data.steps;
+      parts.status.textContent = data.status;
+      w.dataset.trainStep = data.step;
+    };
+
+    parts.start.addEventListener("click", async () => {
+      show(true);
+      running = kernel().call(tw.protocol.CALLS.TRAIN, { widget: w.dataset.widget, params: tw.readParams(w) }, step);
+      try {
+        const data = await running;
+        show(false);
+        if (data.cancelled) {
+          parts.status.textContent = TEXT.cancelled;
+          onStopped(w);
+        } else {
+          step(data);
+          parts.status.textContent = TEXT.done(data.status);
+          w.dataset.trainElapsed = data.elapsed_s;
+          onTrained(w);
+        }
+      } catch (error) {
+        show(false);
+        parts.status.textContent = TEXT.failed(error.message);
+        onStopped(w);
+      } finally {
+        running = null;
+      }
+    });
+    parts.cancel.addEventListener("click", () => running && running.cancel());
+    return { enable: () => (parts.start.disabled = running !== null) };
+  }
+
+  tw.trainer = { setup };
+})();

@@ -1,0 +1,118 @@
+// A widget's controls as parameters: read them (the one reader: the host and the tests use
+// it), put a shared link's values into them (?INSTANCE=k:v,k:v, validated against the
+// page's own controls before any of them is used), and copy a link to the current state.
+(() => {
+  "use strict";
+  const tw = (window.tw = window.tw || {});
+  if (tw.readParams) return;
+  const TEXT = {
+    copy: "Copia l'enllaç",
+    copied: "Enllaç copiat",
+    copyShown: "Copia aquest enllaç:",
+    urlNote: (notes) => `Paràmetres de l'enllaç: ${notes.join("; ")}.`,
+    clamped: (name, from, to) => `${name} ${from} → ${to} (fora del rang permès)`,
+    dropped: (name) => `${name} descartat (no és vàlid aquí)`,
+  };
+
+  const controlsOf = (w) => [...w.querySelectorAll(".tw-controls [name]")];
+
+  /** The parameters the widget's controls show now: what Python is called with. */
+  function readParams(w) {
+    const params = {};
+    controlsOf(w).forEach((el) => {
+      if (el.type === "checkbox") params[el.name] = el.checked;
+      else if (el.type === "hidden") params[el.name] = JSON.parse(el.dataset.json); // fixed by the page
+      else if (el.type === "range") params[el.name] = JSON.parse(el.dataset.positions)[Number(el.value)];
+      else params[el.name] = el.value;
+    });
+    return params;
+  }
+
+  function showSlider(el) {
+    const label = JSON.parse(el.dataset.labels)[Number(el.value)];
+    const out = el.closest(".tw-control").querySelector("output");
+    if (out) out.textContent = label;
+    el.setAttribute("aria-valuetext", label);
+  }
+
+  function linkFor(w) {
+    const params = readParams(w);
+    const fixed = new Set(controlsOf(w).filter((el) => el.type === "hidden").map((el) => el.name));
+    const pairs = Object.entries(params).filter(([k]) => !fixed.has(k)).map(([k, v]) => `${k}:${encodeURIComponent(v)}`);
+    const url = new URL(location.href);
+    url.search = `?${encodeURIComponent(w.dataset.instance)}=${pairs.join(",")}`; // readable: ?roofline=batch:8,…
+    url.hash = w.id;
+    return url.href;
+  }
+
+  /** Put one value of the URL into its control; a note when it is dropped or clamped. */
+  function setControl(w, name, value) {
+    const el = controlsOf(w).find((c) => c.name === name && c.type !== "hidden");
+    if (!el) return TEXT.dropped(name);
+    if (el.tagName === "SELECT") {
+      if (![...el.options].some((o) => o.value === value)) return TEXT.dropped(name);
+      el.value = value;
+    } else if (el.type === "checkbox") {
+      if (value !== "true" && value !== "false") return TEXT.dropped(name);
+      el.checked = value === "true";
+    } else {
+      const number = Number(value);
+      if (value === "" || !Number.isFinite(number)) return TEXT.dropped(name);
+      const positions = JSON.parse(el.dataset.positions);
+      let best = 0;
+      positions.forEach((p, i) => Math.abs(p - number) < Math.abs(positions[best] - number) && (best = i));
+      el.value = String(best);
+      showSlider(el);
+      if (positions[best] !== number) return TEXT.clamped(name, value, JSON.parse(el.dataset.labels)[best]);
+    }
+    return null;
+  }
+
+  /** Put the URL's values for this widget into its controls; null when the URL has none. */
+  function applyUrlState(w) {
+    const raw = new URLSearchParams(location.search).get(w.dataset.instance);
+    if (raw === null) return null;
+    const notes = [];
+    for (const pair of raw.split(",").filter(Boolean)) {
+      const cut = pair.indexOf(":");
+      let value;
+      try {
+        value = decodeURIComponent(cut > 0 ? pair.slice(cut + 1) : "");
+      } catch {
+        value = "";
+      }
+      const note = setControl(w, cut > 0 ? pair.slice(0, cut) : pair, value);
+      if (note) notes.push(note);
+    }
+    if (notes.length) {
+      const note = document.createElement("p");
+      note.className = "tw-urlnote";
+      note.setAttribute("role", "note");
+      note.textContent = TEXT.urlNote(notes);
+      w.querySelector(".tw-head").after(note);
+    }
+    return notes;
+  }
+
+  function addCopyButton(w) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "tw-copy";
+    button.textContent = TEXT.copy;
+    button.disabled = true;
+    button.addEventListener("click", async () => {
+      const url = linkFor(w);
+      w.dataset.link = url;
+      try {
+        await navigator.clipboard.writeText(url);
+        button.textContent = TEXT.copied;
+        setTimeout(() => (button.textContent = TEXT.copy), 2000);
+      } catch {
+        window.prompt(TEXT.copyShown, url); // no clipboard (insecure origin): show it to copy by hand
+      }
+    });
+    w.querySelector(".tw-controls").append(button);
+  }
+
+  Object.assign(tw, { readParams, controlsOf, showSlider, applyUrlState, addCopyButton, linkFor });
+})();

@@ -1,0 +1,66 @@
+"""The browser's bundle follows Pyodide's convention: a deterministic wheel in a valid lock."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+
+from pyodide_lock import PyodideLockSpec
+
+from build_hooks import assets, bundle
+from conftest import ROOT
+
+
+def test_wheel_is_byte_identical_for_identical_inputs_and_changes_with_them(tmp_path):
+    files = bundle.package_files()
+    first, second = bundle.make_wheel(files), bundle.make_wheel(bundle.package_files())
+    assert first == second
+    edited = dict(files)
+    extra = tmp_path / "extra.py"
+    extra.write_text("X = 1\n")
+    edited["widgets_py/extra.py"] = extra
+    third = bundle.make_wheel(edited)
+    assert third.sha256 != first.sha256 and third.file_name != first.file_name  # a new name: no stale cache
+
+
+def test_wheel_carries_code_weights_corpus_and_a_record_of_them():
+    wheel = bundle.make_wheel(bundle.package_files())
+    with zipfile.ZipFile(io.BytesIO(wheel.data)) as z:
+        names = set(z.namelist())
+        info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/RECORD"))
+        record = z.read(f"{info}/RECORD").decode()
+    assert {"widgets_py/registry.py", "widgets_py/weights/mini.npz", "widgets_py/data/ca.txt"} <= names
+    assert not any("__pycache__" in n for n in names)
+    assert {line.split(",")[0] for line in record.splitlines()} == names
+
+
+def test_lock_is_valid_for_pyodide_and_pins_both_packages():
+    wheel = bundle.make_wheel(bundle.package_files())
+    lock = PyodideLockSpec(**json.loads(bundle.lock(wheel)))
+    lock.check_wheel_filenames()
+    assert lock.info.version == assets.PYODIDE_VERSION
+    ours = lock.packages[bundle.PACKAGE_KEY]
+    assert ours.sha256 == wheel.sha256 and ours.depends == ["numpy"] and ours.imports == [bundle.NAME]
+    assert lock.packages["numpy"].sha256 == assets.PINNED[assets.NUMPY_WHEEL]
+
+
+def test_no_folder_or_file_of_the_bundle_is_written_in_the_browser_code():
+    """The worker and the kernel learn the layout from the site config (bundle.site_config)."""
+    config = bundle.site_config(bundle.make_wheel(bundle.package_files()))
+    for script in ("worker.js", "kernel.js", "host.js"):
+        js = re.sub(r"//.*", "", (ROOT / "docs" / "assets" / "tw" / script).read_text())  # code, not comments
+        for value in (config["runtime"], config["lock"], config["package"], config["entry"], "assets/tw/"):
+            assert value not in js, (script, value)
+
+
+def test_protocol_constants_are_written_once():
+    """Message type strings live in protocol.js; the kernel and the worker use its names."""
+    protocol = (ROOT / "docs" / "assets" / "tw" / "protocol.js").read_text()
+    types = set(re.findall(r'^\s+[A-Z]+: "([a-z:]+)"', protocol, re.M))
+    assert {"init", "run", "train", "reply", "event:loaded"} <= types
+    for script in ("worker.js", "kernel.js", "host.js", "trainer.js"):
+        js = (ROOT / "docs" / "assets" / "tw" / script).read_text()
+        for t in types:
+            assert f'"{t}"' not in js, (script, t)

@@ -1,0 +1,76 @@
+"""The widget contract: what a chapter's widget module declares, and nothing else.
+
+A widget module builds one `Widget` named `WIDGET`; the registry finds it (a widget
+module never imports the registry, so there is no import cycle). The same three calls
+prerender the page at build time (CPython) and recompute it in the reader's browser:
+
+    state  = compute(**params)      # the work: plain values, or arrays, or a simulation run
+    values = values(state)          # the named outputs (plain numbers, booleans, short strings)
+    svg, alt = figure(params, state)  # the drawing, from the state: never computed again
+
+`values` may be omitted when `compute` returns the values dict itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .params import Output, Param, ParamError
+
+
+@dataclass(frozen=True)
+class Result:
+    values: dict[str, Any]  # named outputs: plain numbers, booleans or short strings
+    figure: str  # SVG markup, styled by the site's CSS classes
+    alt: str  # text alternative of the figure, stating its key numbers
+    tables: str = ""  # optional HTML tables (already formatted in Catalan)
+
+
+@dataclass(frozen=True)
+class Trainable:
+    """A widget whose model the reader can retrain from scratch in the browser."""
+
+    model: str  # the trained model a run replaces (a name of pretrained.specs())
+    curve: Callable[[list, int], str]  # (loss history so far, total steps) -> SVG of the run in progress
+    steps: str = "steps"  # the widget parameter giving the run's number of steps
+    seed: str = "seed"  # the widget parameter giving the run's seed
+
+    @property
+    def run_params(self) -> tuple[str, str]:
+        """Parameters of the training run, not of `compute`."""
+        return self.steps, self.seed
+
+
+@dataclass(frozen=True)
+class Widget:
+    name: str  # registry key, used in Markdown and in data-widget
+    title: str  # Catalan title shown above the widget
+    params: tuple[Param, ...]
+    outputs: tuple[Output, ...]
+    compute: Callable[..., Any]  # (**params) -> state
+    figure: Callable[[dict, Any], tuple[str, str]]  # (params, state) -> (svg, alt)
+    values: Callable[[Any], dict[str, Any]] | None = None  # state -> named values (None: state is them)
+    tables: Callable[[dict, Any], str] | None = None  # (params, state) -> html
+    summary: str = ""  # one Catalan sentence: what the widget computes
+    measured: tuple[str, ...] = ()  # prefixes of values that time the machine running it: tests never compare them
+    autorun: bool = False  # recompute once Python is ready in the browser (the prerender timed the build machine)
+    trainable: Trainable | None = None  # the reader can retrain its model (a button and a live curve)
+
+    def output(self, name: str) -> Output:
+        for out in self.outputs:
+            if out.name == name:
+                return out
+        raise ParamError(
+            f"valor desconegut '{name}' del widget '{self.name}'; "
+            f"permesos: {', '.join(o.name for o in self.outputs)}"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "summary": self.summary,
+            "params": [p.describe() for p in self.params],
+            "outputs": [{"name": o.name, "label": o.label, "unit": o.unit} for o in self.outputs],
+        }
