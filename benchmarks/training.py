@@ -2,11 +2,18 @@
 
     .venv/bin/python benchmarks/training.py [--steps 500]
 
-CPython runs the same `widgets_py.browser.Trainer` the worker runs, in this process;
+CPython runs the same `widgets_py.engine.browser.Trainer` the worker runs, in this process;
 Chromium (headless, 127.0.0.1) presses the page's "Entrena des de zero" button. Both
 train from scratch with the widget's default settings; the table prints ms per step,
 the FLOP rate from `train.flops_per_step` (counted from the shapes), the held-out loss
 reached, and the bigram bound it must beat.
+
+The reference beside it: the float32 matmul peak of the same runtime at the model's own
+shapes (every product of a training step, forward and backward), measured in the same
+run, in Chromium just before and just after the training (the machine is shared, so its
+speed drifts): for each shape the fastest of numpy's ways (`@`, einsum row-wise, einsum
+dot-wise), the peak being the step's FLOPs over the sum of those best times. Goals
+(issue 13): >= 50 % of that peak, and 500 steps in <= 15 s.
 """
 
 from __future__ import annotations
@@ -26,8 +33,69 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path  # noqa: E402
 
-from widgets_py import corpus, pretrained, registry, train  # noqa: E402
-from widgets_py.browser import Trainer  # noqa: E402
+from widgets_py.engine import registry
+
+from widgets_py.models import corpus, pretrained, train  # noqa: E402
+from widgets_py.engine.browser import Trainer  # noqa: E402
+
+
+GOAL_FRACTION = 0.5  # of the measured matmul peak
+GOAL_500_STEPS_S = 15.0
+
+PEAK = """
+import time, numpy as np
+from widgets_py.models import gpt, pretrained
+cfg, tc = pretrained.specs()["mini"]
+M, d, h, V = tc.batch * cfg.context, cfg.d, cfg.mlp * cfg.d, cfg.vocab
+shapes = []  # (M, K, N) of every product x[M, K] @ w[K, N] of one step
+for K, N in [(d, 3 * d), (d, d), (d, h), (h, d)] * cfg.layers + [(d, V)]:
+    shapes += [(M, K, N), (M, N, K), (K, M, N)]  # forward, input gradient, weight gradient
+rng = np.random.default_rng(0)
+def best(f, reps=5, inner=4):
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        for _ in range(inner):
+            f()
+        out.append((time.perf_counter() - t) / inner)
+    return min(out)
+flops = seconds = 0.0
+for m, k, n in shapes:
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    bt = np.ascontiguousarray(b.T)
+    seconds += min(best(lambda: a @ b), best(lambda: np.einsum("ik,kn->in", a, b)),
+                   best(lambda: np.einsum("ik,nk->in", a, bt)))
+    flops += 2.0 * m * k * n
+peak = flops / seconds / 1e9
+"""
+PEAK_PAGE = "<!doctype html><script src='pyodide/pyodide.js'></script>"
+PEAK_RUN = """async (code) => {
+  if (!self.py) {
+    self.py = await loadPyodide({indexURL: new URL('pyodide/', location).href});
+    await py.loadPackage('numpy');
+  }
+  return py.runPython(code + "\\npeak");
+}"""
+
+
+def step_shapes() -> list[tuple[int, int, int]]:
+    """(M, K, N) of every product [M, K] @ [K, N] of one training step of the mini-GPT."""
+    cfg, tc = pretrained.specs()["mini"]
+    m, d, h = tc.batch * cfg.context, cfg.d, cfg.mlp * cfg.d
+    shapes = []
+    for k, n in [(d, 3 * d), (d, d), (d, h), (h, d)] * cfg.layers + [(d, cfg.vocab)]:
+        shapes += [(m, k, n), (m, n, k), (k, m, n)]  # forward, input gradient, weight gradient
+    return shapes
+
+
+def peak_code() -> str:
+    return f"shapes = {step_shapes()!r}\n" + PEAK
+
+
+def cpython_peak() -> float:
+    scope: dict = {}
+    exec(peak_code(), scope)
+    return scope["peak"]
 
 
 def main() -> None:
@@ -43,6 +111,7 @@ def main() -> None:
         pass
     cpython_s = time.perf_counter() - t0
     cpython_loss = train.evaluate(trainer.run.params, cfg, corpus.data()[1])
+    cpython_peak_gflops = cpython_peak()
 
     from playwright.sync_api import sync_playwright
 
@@ -52,8 +121,12 @@ def main() -> None:
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     sel = '.tw-widget[data-widget="training"]'
+    (site / "peak.html").write_text(PEAK_PAGE)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        peak_page = browser.new_page()
+        peak_page.goto(f"http://127.0.0.1:{httpd.server_port}/peak.html")
+        peaks = [peak_page.evaluate(PEAK_RUN, peak_code())]
         page = browser.new_page()
         page.goto(f"http://127.0.0.1:{httpd.server_port}/cap15/")
         page.wait_for_selector(f"{sel}[data-state=ready]", timeout=120_000)
@@ -66,16 +139,29 @@ def main() -> None:
         page.wait_for_function("s => !document.querySelector(s).dataset.busy", arg=sel)
         browser_s = float(page.get_attribute(sel, "data-train-elapsed"))
         browser_loss = json.loads(page.get_attribute(sel, "data-values"))["heldout_loss"]
+        page.close()
+        peaks.append(peak_page.evaluate(PEAK_RUN, peak_code()))
         browser.close()
     httpd.shutdown()
 
     print(f"mini-GPT {cfg.d}×{cfg.layers}, {args.steps} steps of {tc.batch}×{cfg.context} tokens, "
           f"{flops / 1e6:.1f} MFLOP per step; bigram bound {corpus.bigram_bound():.3f} nats\n")
-    print(f"{'where':<22} {'total s':>8} {'ms/step':>8} {'GFLOP/s':>8} {'held-out':>9}")
-    for where, secs, loss in (("CPython (native numpy)", cpython_s, cpython_loss),
-                              ("Chromium (Pyodide)", browser_s, browser_loss)):
-        print(f"{where:<22} {secs:>8.1f} {1e3 * secs / args.steps:>8.1f} {flops * args.steps / secs / 1e9:>8.2f} {loss:>9.3f}")
-    print(f"\nbrowser / CPython time: {browser_s / cpython_s:.1f}×")
+    peak = sum(peaks) / len(peaks)
+    print(f"{'where':<22} {'total s':>8} {'ms/step':>8} {'GFLOP/s':>8} {'peak':>7} {'of peak':>8} {'held-out':>9}")
+    for where, secs, loss, top in (("CPython (native numpy)", cpython_s, cpython_loss, cpython_peak_gflops),
+                                   ("Chromium (Pyodide)", browser_s, browser_loss, peak)):
+        rate = flops * args.steps / secs / 1e9
+        print(f"{where:<22} {secs:>8.1f} {1e3 * secs / args.steps:>8.1f} {rate:>8.2f} {top:>7.2f} "
+              f"{rate / top:>7.0%} {loss:>9.3f}")
+    rate = flops * args.steps / browser_s / 1e9
+    per_500 = 500 * browser_s / args.steps
+    print(f"\nPyodide float32 matmul peak at the model's shapes: {peaks[0]:.2f} GFLOP/s before, "
+          f"{peaks[1]:.2f} after the training")
+    print(f"goal: >= {GOAL_FRACTION:.0%} of peak   measured {rate / peak:.0%}   "
+          f"{'met' if rate >= GOAL_FRACTION * peak else 'NOT met'}")
+    print(f"goal: 500 steps <= {GOAL_500_STEPS_S:.0f} s   measured {per_500:.1f} s   "
+          f"{'met' if per_500 <= GOAL_500_STEPS_S else 'NOT met'}")
+    print(f"browser / CPython time: {browser_s / cpython_s:.1f}×")
 
 
 if __name__ == "__main__":
