@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from widgets_py.params import Param, ParamError
+from widgets_py.engine.params import Param, ParamError
 
 CODE = re.compile(r"(^(```|~~~).*?^\2[ \t]*$|`[^`\n]+`)", re.M | re.S)  # fenced blocks, code spans
 DIRECTIVE = re.compile(r"<!-- md:(widget|value) (\S[^\n]*?) -->")  # the only accepted form

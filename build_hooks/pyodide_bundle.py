@@ -10,7 +10,7 @@ from __future__ import annotations
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-from widgets_py import pretrained
+from widgets_py.models import pretrained
 
 from . import assets, bundle
 

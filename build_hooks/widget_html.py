@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from html import escape
 
-from widgets_py import registry
-from widgets_py.params import Param
+from widgets_py.engine import registry
+from widgets_py.engine.params import Param
 
 
 def _attr(value) -> str:

@@ -18,8 +18,8 @@ from html import escape
 
 from mkdocs.exceptions import PluginError
 
-from widgets_py import registry
-from widgets_py.params import ParamError
+from widgets_py.engine import registry
+from widgets_py.engine.params import ParamError
 
 from .widget_html import live_number, widget
 

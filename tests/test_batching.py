@@ -3,8 +3,8 @@
 import pytest
 
 from widgets_py import run
-from widgets_py.batching import LONG_PROMPT, costs, workload
-from widgets_py.batching_sim import Request, simulate, weighted_percentile
+from widgets_py.cap15.batching import LONG_PROMPT, costs, workload
+from widgets_py.models.batching_sim import Request, simulate, weighted_percentile
 
 import numpy as np
 

@@ -8,7 +8,7 @@ import pytest
 
 import tolerance
 from widgets_py import formatted, run
-from widgets_py.registry import is_measured
+from widgets_py.engine.registry import is_measured
 
 pytestmark = pytest.mark.browser
 

@@ -17,7 +17,7 @@ import pytest
 from build_hooks import assets
 from conftest import ROOT
 from widgets_py import formatted, run
-from widgets_py.registry import is_measured
+from widgets_py.engine.registry import is_measured
 
 pytestmark = pytest.mark.build
 
@@ -59,7 +59,7 @@ def test_widgets_are_prerendered_and_bundle_hash_registered(site, page):
     wheel = (runtime / entry["file_name"]).read_bytes()
     assert assets.sha256(wheel) == entry["sha256"] == config["sha256"]  # what loadPackage checks
     with zipfile.ZipFile(io.BytesIO(wheel)) as z:  # code, weights and corpus as package data
-        assert {"widgets_py/browser.py", "widgets_py/weights/manifest.json", "widgets_py/data/ca.txt"} <= set(z.namelist())
+        assert {"widgets_py/engine/browser.py", "widgets_py/models/weights/manifest.json", "widgets_py/models/data/ca.txt"} <= set(z.namelist())
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in z.infolist())  # no build time in the bytes
 
 
@@ -134,7 +134,7 @@ def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
             html = pathlib.Path(out, "cap15/index.html").read_text()
             return re.search(r'data-widget="roofline".*?<p class="tw-title">(.*?)</p>', html).group(1), re.search(r'&quot;sha256&quot;: &quot;([0-9a-f]+)', html).group(1)
         first = once("{tmp_path}/a")
-        path = pathlib.Path("widgets_py/roofline.py")
+        path = pathlib.Path("widgets_py/cap15/roofline.py")
         path.write_text(path.read_text().replace('title="Prefill contra decode', 'title="EDITAT Prefill contra decode'))
         second = once("{tmp_path}/b")
         print(first, second)

@@ -42,8 +42,8 @@ def test_mixtral_row_follows_the_expert_reads():
 
 
 def test_presets_stay_within_each_model_context():
-    from widgets_py.cost import _presets
-    from widgets_py.hardware import MODELS
+    from widgets_py.cap15.cost import _presets
+    from widgets_py.models.hardware import MODELS
 
     rows = dict(_presets({"gpu": "h100-80gb", "concurrency": 32, "weight_format": "bf16", "kv_format": "bf16",
                           "overhead_pct": 15, "price": 3.0}))

@@ -1,6 +1,6 @@
 """Catalan number formatting: decimal comma, thousands point, a space before units."""
 
-from widgets_py import fmt
+from widgets_py.engine import fmt
 
 
 def test_decimal_comma_and_thousands_point():

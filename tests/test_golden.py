@@ -11,7 +11,7 @@ import pytest
 
 import tolerance
 from widgets_py import names, run
-from widgets_py.registry import is_measured
+from widgets_py.engine.registry import is_measured
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from widgets_py import gpt
+from widgets_py.models import gpt
 
 RTOL = 1e-5  # relative error allowed between analytic and numeric gradients (float64)
 

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from widgets_py import corpus, gpt, pretrained, run, train
-from widgets_py.clock import LENGTHS, counts
+from widgets_py import run
+
+from widgets_py.models import corpus, gpt, pretrained, train
+from widgets_py.cap15.clock import LENGTHS, counts
 
 
 def test_corpus_split_and_bigram_bound():

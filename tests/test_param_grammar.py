@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from widgets_py import ParamError, registry, run
+from widgets_py import ParamError, run
+
+from widgets_py.engine import registry
 from widgets_py.__main__ import main
-from widgets_py.params import parse_number
+from widgets_py.engine.params import parse_number
 
 # text the CLI must refuse for an int parameter (roofline batch, 1..256)
 BAD_INT_TEXT = ["0x10", " 16 ", "16 ", "1_6", "٨", "８", "8.0", "1e1", "+8", "", "-", "8e0", "0o10", "0b1", "१६", "8\n"]

@@ -1,5 +1,5 @@
 """The browser's number grammar (docs/assets/tw/numbers.js) equals the Python one
-(widgets_py.params.parse_number) on the same cases, run in Node (issue 15 §5)."""
+(widgets_py.engine.params.parse_number) on the same cases, run in Node (issue 15 §5)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 from test_param_grammar import BAD_FLOAT_TEXT, BAD_INT_TEXT
-from widgets_py.params import parse_number
+from widgets_py.engine.params import parse_number
 
 CASES = sorted(set(BAD_INT_TEXT + BAD_FLOAT_TEXT + [
     "16", "016", "-3", "0", "0.25", "1e0", "1e2", "2.5E1", "12", "1e-3", "8.0", "1e999", "-1e999",

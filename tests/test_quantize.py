@@ -13,9 +13,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from widgets_py import gpt, pretrained, run
-from widgets_py.numformats import BITS, NF4, bf16, e4m3, encode, quantize
-from widgets_py import quantize as widget
+from widgets_py import run
+
+from widgets_py.models import gpt, pretrained
+from widgets_py.models.numformats import BITS, NF4, bf16, e4m3, encode, quantize
+from widgets_py.cap15 import quantize as widget
 
 # bitsandbytes functional.get_4bit_type("nf4"), hard-coded there from create_normal_map;
 # the same 16 values are in the QLoRA paper (Dettmers et al. 2023), appendix E.

@@ -5,8 +5,8 @@ import math
 import pytest
 
 from widgets_py import run
-from widgets_py.hardware import MODELS, counts
-from widgets_py.roofline import roofline
+from widgets_py.models.hardware import MODELS, counts
+from widgets_py.cap15.roofline import roofline
 
 
 def test_defaults_llama3_70b_on_h100_sxm():

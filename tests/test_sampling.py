@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from widgets_py import corpus, gpt, pretrained, run
-from widgets_py.sampling import (SAMPLE_CHARS, TOP_P_TOL, context_at, generate, penalised, restricted,
+from widgets_py import run
+
+from widgets_py.models import corpus, gpt, pretrained
+from widgets_py.cap15.sampling import (SAMPLE_CHARS, TOP_P_TOL, context_at, generate, penalised, restricted,
                                  shape)
 
 NONE = np.array([], dtype=np.int64)
@@ -369,7 +371,7 @@ def test_widget_at_tiny_temperature_is_greedy(temperature):
 
 
 def test_figure_reuses_the_computed_forward(monkeypatch):
-    from widgets_py.registry import get
+    from widgets_py.engine.registry import get
 
     widget = get("sampling")
     params = {"temperature": 0.7, "top_k": 5, "top_p": 0.9, "min_p": 0.0, "penalty": 1.0, "position": 77, "seed": 1}

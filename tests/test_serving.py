@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from widgets_py import names, run
-from widgets_py.hardware import GPU, GPUS, MODELS, ModelCard, counts
-from widgets_py.serving import (FORMATS, Setup, decode_step, expected_experts, kv_bytes_per_token, params_read,
+from widgets_py.models.hardware import GPU, GPUS, MODELS, ModelCard, counts
+from widgets_py.models.serving import (FORMATS, Setup, decode_step, expected_experts, kv_bytes_per_token, params_read,
                                 step_time, ttft)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,12 +201,17 @@ def test_decode_step_counts_each_cache_once_by_hand():
 
 # --- one home ------------------------------------------------------------------------------------
 
-WIDGET_MODULES = {p.stem for p in (ROOT / "widgets_py").glob("*.py") if "register(Widget(" in p.read_text()}
+WIDGET_FILES = {p.stem: p for p in (ROOT / "widgets_py").glob("cap*/*.py") if "\nWIDGET = Widget(" in p.read_text()}
+WIDGET_MODULES = set(WIDGET_FILES)
+
+
+def test_widget_modules_are_found():
+    assert {"roofline", "kv_cache", "batching", "cost"} <= WIDGET_MODULES
 
 
 @pytest.mark.parametrize("module", sorted(WIDGET_MODULES))
 def test_no_widget_imports_another_widget(module):
-    tree = ast.parse((ROOT / "widgets_py" / f"{module}.py").read_text())
+    tree = ast.parse(WIDGET_FILES[module].read_text())
     imported = {n.module.lstrip(".") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module is None for a in n.names}
     assert not (imported & WIDGET_MODULES - {module}), imported & WIDGET_MODULES
@@ -215,8 +220,8 @@ def test_no_widget_imports_another_widget(module):
 def test_the_kv_formula_has_one_home():
     # the grep: K and V of every KV head (2 · n_kv · d_head), or MLA's cached latent
     pattern = re.compile(r"2\s*\*\s*\w*\.?n_kv_heads\s*\*\s*\w*\.?d_head|kv_lora\s*\+\s*rope_dim|kv_scalars")
-    homes = [p.name for p in (ROOT / "widgets_py").glob("*.py") if pattern.search(p.read_text())]
-    assert homes == ["serving.py"] and len(pattern.findall((ROOT / "widgets_py" / "serving.py").read_text())) == 2
+    homes = [p.name for p in (ROOT / "widgets_py").rglob("*.py") if pattern.search(p.read_text())]
+    assert homes == ["serving.py"] and len(pattern.findall((ROOT / "widgets_py" / "models" / "serving.py").read_text())) == 2
     assert not pattern.search((ROOT / "docs" / "contribuir.md").read_text())
 
 

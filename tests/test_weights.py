@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from widgets_py import corpus, pretrained, train
+from widgets_py.models import corpus, pretrained, train
 
 LOSS_NOISE = 1e-4  # nats: the same weights, evaluated with another BLAS summation order
 
@@ -84,7 +84,7 @@ def test_a_tampered_file_is_refused(monkeypatch, tmp_path):
 def test_a_brief_retraining_from_scratch_lands_in_its_band(seed):
     """300 steps of the mini spec from a fresh init: measured 2.42-2.65 nats over seeds 1-4
     on two machines' worth of BLAS orders; a broken gradient or optimiser stays above 3."""
-    from widgets_py.retrain import one_blas_thread
+    from widgets_py.models.retrain import one_blas_thread
 
     cfg, tc = pretrained.specs()["mini"]
     with one_blas_thread():

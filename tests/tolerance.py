@@ -10,7 +10,7 @@ loss, not at the scale of the difference; everything else at a relative 1e-5.
 
 import pytest
 
-from widgets_py.registry import get
+from widgets_py.engine.registry import get
 
 RELATIVE = 1e-5
 LOSS_NATS = 1e-5  # absolute, in nats: ~5e-6 of a 2-nat loss

@@ -5,8 +5,8 @@ SVG figure. The same call prerenders the page at build time (CPython) and recomp
 it in the reader's browser (Pyodide).
 """
 
-from .params import Output, Param, ParamError
-from .registry import formatted, get, names, run
-from .widget import Result, Trainable, Widget
+from .engine.params import Output, Param, ParamError
+from .engine.registry import formatted, get, names, run
+from .engine.widget import Result, Trainable, Widget
 
 __all__ = ["Output", "Param", "ParamError", "Result", "Trainable", "Widget", "formatted", "get", "names", "run"]

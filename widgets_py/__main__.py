@@ -10,8 +10,8 @@ import argparse
 import json
 import sys
 
-from . import registry
-from .params import ParamError
+from .engine import registry
+from .engine.params import ParamError
 
 
 def _pairs(items: list[str]) -> dict[str, str]:

@@ -15,14 +15,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import fmt
-from .batching_sim import Request, Run, simulate
-from .hardware import MODELS
-from .lengths import long_tail
-from .params import Output, Param
-from .widget import Widget
-from .serving import Setup, decode_step, ttft
-from .svg import Plot
+from ..engine import fmt
+from ..models.batching_sim import Request, Run, simulate
+from ..models.hardware import MODELS
+from ..models.lengths import long_tail
+from ..engine.params import Output, Param
+from ..engine.widget import Widget
+from ..models.serving import Setup, decode_step, ttft
+from ..engine.svg import Plot
 
 SETUP = Setup("llama-3-8b", "h100-80gb", "bf16", "bf16")  # the served model, GPU and formats
 PROMPT = 256  # prompt tokens of an ordinary request

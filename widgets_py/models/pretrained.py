@@ -2,7 +2,7 @@
 
 Training runs float32 matmuls through BLAS, whose summation order differs from CPU to
 CPU, so two machines never train bit-identical models. The weights are therefore
-trained once (`./dev train`), committed under `widgets_py/weights/` with a manifest
+trained once (`./dev train`), committed under `widgets_py/models/weights/` with a manifest
 (corpus hash, configs, steps, seed, held-out loss, sha256 of each file), and used as
 they are by the build, the tests and the browser. Nothing retrains unless asked; a
 manifest that no longer matches the corpus or the configs is an error that says how

@@ -12,13 +12,13 @@ import math
 
 import numpy as np
 
-from . import fmt
-from .hardware import GPUS, MODELS, ModelCard, counts
-from .params import Output, Param
-from .widget import Widget
-from .serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step,
+from ..engine import fmt
+from ..models.hardware import GPUS, MODELS, ModelCard, counts
+from ..engine.params import Output, Param
+from ..engine.widget import Widget
+from ..models.serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step,
                       format_choices, kv_bytes_per_token, params_read, ttft)
-from .svg import Plot, log_ticks
+from ..engine.svg import Plot, log_ticks
 
 PRESET_CONTEXT, PRESET_GPUS = 8192, 8  # the side-by-side table: 8 k tokens (or the model's limit) on 8 GPUs
 PRESETS = ("gpt2-xl", "llama-3-70b", "mixtral-8x7b", "deepseek-v3")

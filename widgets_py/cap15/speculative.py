@@ -15,10 +15,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import corpus, fmt, gpt, pretrained
-from .params import Output, Param
-from .widget import Widget
-from .svg import Plot
+from ..engine import fmt
+from ..models import corpus, gpt, pretrained
+from ..engine.params import Output, Param
+from ..engine.widget import Widget
+from ..engine.svg import Plot
 
 PROMPT_CHARS = 40
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import fmt
+from ..engine import fmt
 from .hardware import GPU, GPUS, MODELS, ModelCard, counts
 from .numformats import FORMATS
 

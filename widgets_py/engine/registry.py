@@ -2,14 +2,18 @@
 
 `run(name, raw)` is the single entry point used by the CLI, the build-time prerender
 and the browser worker, so the static page and the live page come from the same call.
-The registry imports the widget modules (`widgets.py` lists them); they import only the
-contract (`widget.py`), never the registry.
+Chapters are found, not listed: every `capNN` package of widgets_py is a chapter, and
+every module in it that declares `WIDGET` is a widget. The registry imports the widget
+modules; they import only the contract (`widget.py`), never the registry.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
+import pkgutil
+import re
+import sys
 from functools import cache
 from typing import Any
 
@@ -19,13 +23,27 @@ from .widget import Result, Widget
 __all__ = ["Result", "Widget", "compute", "formatted", "get", "is_measured", "names", "run", "validate_params"]
 
 
+ROOT = __name__.split(".")[0]  # widgets_py
+CHAPTER = re.compile(r"^cap\d+$")
+
+
+def chapters() -> list[str]:
+    """The chapter packages, by name (cap15, …): folders of the package, also those that
+    extend its __path__ (the test suite's fixture chapter)."""
+    return sorted(m.name for m in pkgutil.iter_modules(sys.modules[ROOT].__path__) if m.ispkg and CHAPTER.match(m.name))
+
+
 @cache
 def _all() -> dict[str, Widget]:
     found: dict[str, Widget] = {}
-    for module in importlib.import_module(".widgets", __package__).MODULES:
-        widget = importlib.import_module(f".{module}", __package__).WIDGET
-        assert widget.name not in found, f"widget '{widget.name}' declared twice"
-        found[widget.name] = widget
+    for chapter in chapters():
+        package = importlib.import_module(f"{ROOT}.{chapter}")
+        for info in pkgutil.iter_modules(package.__path__):
+            widget = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "WIDGET", None)
+            if widget is None:
+                continue  # a helper module of the chapter
+            assert widget.name not in found, f"widget '{widget.name}' declared twice"
+            found[widget.name] = widget
     return found
 
 

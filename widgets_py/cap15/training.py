@@ -12,12 +12,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import corpus, fmt, gpt, pretrained
-from .params import Output, Param
-from .svg import Plot
-from .train import evaluate
-from .trainer import smooth
-from .widget import Trainable, Widget
+from ..engine import fmt
+from ..models import corpus, gpt, pretrained
+from ..engine.params import Output, Param
+from ..engine.svg import Plot
+from ..models.train import evaluate
+from ..models.trainer import smooth
+from ..engine.widget import Trainable, Widget
 
 MODEL = "mini"
 

@@ -1,7 +1,7 @@
 """An iteration-level serving simulator: static vs continuous batching, chunked prefill.
 
 The engine steps through forward passes (iterations) of a batch of `slots`. Its one
-hypothesis is the one §1 measures: a decode iteration costs about the same whatever the
+hypothesis is the memory-bound decode step: a decode iteration costs about the same whatever the
 number of occupied slots (the weights are read once for all); prefill adds time in
 proportion to the prompt tokens processed in that iteration. Runs of plain decode iterations are
 skipped in one step up to the next event (a finish or an arrival), as event-driven

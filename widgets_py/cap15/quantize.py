@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import corpus, fmt, gpt, pretrained
-from .numformats import BITS, decode, encode, quantize
-from .params import Output, Param
-from .widget import Widget
-from .svg import Plot
-from .train import evaluate
+from ..engine import fmt
+from ..models import corpus, gpt, pretrained
+from ..models.numformats import BITS, decode, encode, quantize
+from ..engine.params import Output, Param
+from ..engine.widget import Widget
+from ..engine.svg import Plot
+from ..models.train import evaluate
 
 OUTLIER_CHANNELS = (3, 11, 27)
 COLUMN = 0  # the output column of h0.qkv.w drawn in the figure

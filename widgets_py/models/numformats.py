@@ -1,4 +1,4 @@
-"""Number formats of §4 and the group-wise quantizer that stores weights in them.
+"""Number formats for weights (bf16, fp8, int8, int4, nf4) and the group-wise quantizer that stores weights in them.
 
 Each cast here is a real rounding, bit for bit what the reference libraries do:
 `bf16` and `e4m3` equal ml_dtypes' casts (round to nearest, ties to even), `NF4` is
@@ -36,7 +36,7 @@ FORMATS: dict[str, Format] = {  # the one table of formats: weights, KV cache, q
     "int4": Format("INT4", 0.5),
     "nf4": Format("NF4", 0.5),
 }
-BITS = {k: int(8 * FORMATS[k].nbytes) for k in ("bf16", "fp8", "int8", "int4", "nf4")}  # what §4 rounds to
+BITS = {k: int(8 * FORMATS[k].nbytes) for k in ("bf16", "fp8", "int8", "int4", "nf4")}  # the formats a quantizer rounds weights to
 INT_TOP = {"int8": 127, "int4": 7}  # symmetric integer levels: -top..top
 
 

@@ -13,13 +13,13 @@ import math
 
 import numpy as np
 
-from . import fmt
-from .hardware import MODELS
-from .lengths import long_tail
-from .params import Output, Param
-from .widget import Widget
-from .serving import CACHE_FORMATS, FORMATS, Setup, clamp_context, format_choices, kv_bytes_per_token, ttft
-from .svg import Plot
+from ..engine import fmt
+from ..models.hardware import MODELS
+from ..models.lengths import long_tail
+from ..engine.params import Output, Param
+from ..engine.widget import Widget
+from ..models.serving import CACHE_FORMATS, FORMATS, Setup, clamp_context, format_choices, kv_bytes_per_token, ttft
+from ..engine.svg import Plot
 
 N_SEQUENCES = 300  # simulated sequences in the stream
 DRAWN = 14  # sequences in the figure

@@ -1,6 +1,6 @@
 """The Catalan corpus as the mini-GPT sees it: characters, a train/held-out split, a bound.
 
-`widgets_py/data/ca.txt` (package data; see corpus/SOURCE.md) holds paragraphs separated by blank lines; the
+`widgets_py/models/data/ca.txt` (package data; see corpus/SOURCE.md) holds paragraphs separated by blank lines; the
 last 10 % of the paragraphs are held out. The bigram bound is the held-out cross-entropy
 of the best bigram model the training text gives (counts with the add-alpha smoothing
 that does best on held-out): a model that beats it uses more than the last character.

@@ -2,7 +2,7 @@
 
 Pure functions over a flat parameter dict, after jaymody/picoGPT and karpathy/nanoGPT.
 Positions are fixed sinusoids (no parameters), so inference can run past the training
-context (the §1 clock measures up to 512 tokens); the output head is tied to the
+context (a prefill/decode clock can measure up to 512 tokens); the output head is tied to the
 token embedding. Every layer has `forward(...) -> (out, cache)` and
 `backward(dout, cache) -> grads`, as in llm.c's layernorm.py; `tests/test_gpt.py`
 checks each against finite differences.

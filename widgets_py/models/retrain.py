@@ -1,6 +1,6 @@
 """Retrain the committed mini-GPTs: `./dev train [NAME ...]` (all models by default).
 
-Writes `widgets_py/weights/NAME.npz` and updates `manifest.json` (corpus hash, configs,
+Writes `widgets_py/models/weights/NAME.npz` and updates `manifest.json` (corpus hash, configs,
 steps, seed, held-out loss, sha256 of each file). Training runs BLAS on one thread: on
 these tiny matrices threads only fight for the cores, and a busy machine then takes ten
 times as long. Review the manifest's held-out losses, then commit weights and manifest.
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         models[name] = retrain(name)
     manifest = {
-        "about": "Trained by `./dev train` (widgets_py/retrain.py); checked by widgets_py/pretrained.py.",
+        "about": "Trained by `./dev train` (widgets_py/models/retrain.py); checked by widgets_py/models/pretrained.py.",
         "corpus_sha256": pretrained.corpus_sha256(),
         "corpus_chars": len(corpus.text()),
         "numpy": np.__version__,

@@ -16,10 +16,11 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from . import corpus, fmt, gpt, pretrained
-from .params import Output, Param
-from .widget import Widget
-from .svg import Plot
+from ..engine import fmt
+from ..models import corpus, gpt, pretrained
+from ..engine.params import Output, Param
+from ..engine.widget import Widget
+from ..engine.svg import Plot
 
 SAMPLE_CHARS = 120  # characters generated with the current settings
 SHOWN = 24  # bars in the figure

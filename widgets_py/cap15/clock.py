@@ -14,10 +14,11 @@ import time
 
 import numpy as np
 
-from . import fmt, gpt, pretrained
-from .params import Output, Param
-from .widget import Widget
-from .svg import Plot
+from ..engine import fmt
+from ..models import gpt, pretrained
+from ..engine.params import Output, Param
+from ..engine.widget import Widget
+from ..engine.svg import Plot
 
 LENGTHS = (16, 32, 64, 128, 256, 512)
 BYTES = 4  # float32 weights

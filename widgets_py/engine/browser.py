@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from . import registry, trainer
+from . import registry
+from ..models import trainer
 
 
 def render(name: str, params_json: str) -> str:

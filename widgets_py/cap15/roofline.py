@@ -13,13 +13,13 @@ import math
 
 import numpy as np
 
-from . import fmt
-from .hardware import GPUS, MODELS, counts
-from .params import Output, Param
-from .widget import Widget
-from .serving import (FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
+from ..engine import fmt
+from ..models.hardware import GPUS, MODELS, counts
+from ..engine.params import Output, Param
+from ..engine.widget import Widget
+from ..models.serving import (FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
                       flops_per_token, format_choices, kv_bytes_per_token, params_read, ttft)
-from .svg import Plot, log_ticks
+from ..engine.svg import Plot, log_ticks
 
 KV_FORMAT = "bf16"  # the cache stays in bf16 here; the cost calculator lets it change
 FIGURE_MODELS = ("llama-3-70b", "mixtral-8x7b", "deepseek-v3")  # dense beside two MoE

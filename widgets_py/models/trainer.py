@@ -12,7 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import corpus, fmt, pretrained, train
+from . import corpus, pretrained, train
+from ..engine import fmt
 
 
 def smooth(history: list[float], window: int = 20) -> np.ndarray:
