@@ -22,6 +22,7 @@ class Build:
     fixed: dict[str, Any] = field(default_factory=dict)  # fixed-parameter runs, computed once per build
     glossary: Any = None  # glossary.Glossary, loaded in glossary.on_config
     quizzes: dict[str, str] = field(default_factory=dict)  # quiz key -> the page that has it (keys are unique)
+    editor: str | None = None  # the code panel's editor bundle in the site (codepanel.on_files), if built
 
     def site_config(self) -> dict:
         """What the browser needs to boot (carried by every widget page)."""

@@ -13,9 +13,10 @@ from __future__ import annotations
 import importlib
 import sys
 
-CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.quiz", "build_hooks.widget_pages", "build_hooks.glossary",
+CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.quiz", "build_hooks.widget_pages", "build_hooks.codepanel",
+            "build_hooks.glossary",
             "build_hooks.mathml", "build_hooks.csp", "build_hooks.offline")
-# quiz before widget_pages (it expands its own md: directives); csp after every <script>; offline last
+# quiz before widget_pages (it expands its own md: directives), codepanel after it (it adds tw-config); csp after every <script>; offline last
 
 
 class Textbook:

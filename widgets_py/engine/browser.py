@@ -26,6 +26,18 @@ def fixed(name: str, params_json: str) -> str:
     return json.dumps({"values": values, "text": registry.formatted(name, values)}, ensure_ascii=False)
 
 
+def source(name: str) -> str:
+    """The widget's module as shipped, for the page's code panel (see edits.py)."""
+    from . import edits  # edits builds on render(): imported when first asked
+    return edits.source(name)
+
+
+def render_edited(name: str, key: str, code: str, params_json: str) -> str:
+    """render() with the reader's edit of the widget's module, or the edit's error (edits.py)."""
+    from . import edits
+    return edits.render(name, key, code, params_json)
+
+
 class Trainer:
     """The training run of a trainable widget, advanced a few steps per call by the worker."""
 

@@ -14,6 +14,7 @@ import math
 import pkgutil
 import re
 import sys
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -52,6 +53,18 @@ def get(name: str) -> Widget:
     if name not in widgets:
         raise ParamError(f"widget desconegut '{name}'; disponibles: {', '.join(sorted(widgets))}")
     return widgets[name]
+
+
+@contextmanager
+def substituted(name: str, widget: Widget):
+    """Within the block, `name` is `widget` (a reader's edited module, see edits.py)."""
+    widgets = _all()
+    shipped = get(name)
+    widgets[name] = widget
+    try:
+        yield
+    finally:
+        widgets[name] = shipped
 
 
 def names() -> list[str]:

@@ -17,6 +17,7 @@
     runFailed: (why) => `Error de Python: ${why}. Es manté la figura anterior.`,
     file: "Pàgina oberta des del disc: la figura és la precalculada. Per fer-la interactiva, serveix la carpeta del lloc (vegeu el README).",
     unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers). La figura és la precalculada.",
+    restarting: "Càlcul aturat: Python es torna a carregar…",
   };
   const { RUN, FIXED } = tw.protocol.CALLS;
 
@@ -42,7 +43,11 @@
     if (tables) tables.innerHTML = data.tables;
     const prefix = w.dataset.instance + ".";
     document.querySelectorAll(".tw-live").forEach((span) => {
-      if (span.dataset.live.startsWith(prefix)) span.textContent = data.text[span.dataset.live.slice(prefix.length)];
+      if (!span.dataset.live.startsWith(prefix)) return;
+      span.textContent = data.text[span.dataset.live.slice(prefix.length)];
+      span.classList.toggle("tw-edited", w.dataset.edited === "true"); // codepanel.js: from the reader's code
+      if (w.dataset.edited === "true") span.title = tw.codepanel.liveTitle;
+      else span.removeAttribute("title");
     });
   }
 
@@ -59,7 +64,10 @@
     w.dataset.busy = "true";
     let outcome;
     try {
-      outcome = { ok: true, data: await here.kernel.call(RUN, { widget: w.dataset.widget, params }) };
+      const edited = tw.codepanel && tw.codepanel.edited(w) !== null; // the reader's code (codepanel.js)
+      const data = edited ? await tw.codepanel.run(w, here.kernel, params)
+        : await here.kernel.call(RUN, { widget: w.dataset.widget, params });
+      outcome = { ok: true, data };
     } catch (error) {
       outcome = { ok: false, error };
     }
@@ -74,6 +82,8 @@
     if (outcome.ok) {
       apply(w, outcome.data);
       setState(w, "ready", TEXT.ready);
+    } else if (outcome.error.kind === "stopped") {
+      setState(w, "loading", TEXT.restarting); // restart(): the fresh worker recomputes it
     } else if (!here.kernel.failure) {
       setState(w, "error", TEXT.runFailed(outcome.error.message), true); // the controls can undo it
     }
@@ -98,7 +108,7 @@
     page.widgets.forEach((w) => setState(w, "ready", TEXT.ready));
     document.dispatchEvent(new Event("tw:idle")); // offline.js may now precache the site
     page.trainers.forEach((t) => t.enable());
-    page.widgets.filter((w) => w.dataset.autorun || w.dataset.fromUrl).forEach(request);
+    page.widgets.filter((w) => page.rerun || w.dataset.autorun || w.dataset.fromUrl || w.dataset.edited).forEach(request);
   }
 
   function fail(error) {
@@ -131,6 +141,7 @@
     widgets.forEach((w) => {
       here.lane.set(w, { busy: false, next: null });
       tw.addCopyButton(w);
+      if (tw.codepanel) tw.codepanel.setup(w, { kernel: () => here.kernel, recompute: () => request(w), restart });
       if (tw.applyUrlState(w) !== null) w.dataset.fromUrl = "true";
       const trainer = tw.trainer.setup(w, { kernel: () => here.kernel, onTrained: afterTraining, onStopped: request });
       if (trainer) here.trainers.push(trainer);
@@ -141,9 +152,15 @@
         request(w);
       });
     });
+    adopt(here);
+  }
+
+  /** The page waits for its kernel (booting, or warm from the previous page), then goes live. */
+  function adopt(here) {
+    const kernel = here.kernel;
     if (kernel.failure) return fail(kernel.failure);
     if (kernel.loaded) return markReady();
-    widgets.forEach((w) => setState(w, "loading", TEXT.loading));
+    here.widgets.forEach((w) => setState(w, "loading", TEXT.loading));
     showProgress(kernel.progress);
     here.unsubscribe = kernel.on((event) => {
       if (page !== here) return;
@@ -151,6 +168,17 @@
       else if (event.type === "error" && kernel.loaded) fail(event.error); // the worker died after booting
     });
     kernel.ready.then(() => page === here && markReady(), (error) => page === here && fail(error));
+  }
+
+  /** A fresh worker, when a reader's code runs too long (codepanel.js "Atura"); then every
+   *  widget that does not show the prerendered figure recomputes in it. */
+  function restart() {
+    const here = page;
+    if (!here) return;
+    here.unsubscribe();
+    here.kernel = tw.kernel.restart(JSON.parse(document.getElementById("tw-config").dataset.config));
+    here.rerun = true; // its figures came from the stopped worker (a retrained model, say)
+    adopt(here);
   }
 
   // Material's document$ reports instant-navigation page swaps (and, over http, the first

@@ -18,7 +18,7 @@
   class BootError extends Error {
     constructor(kind, message) {
       super(message);
-      this.kind = kind; // "boot" (Python could not load) | "timeout"
+      this.kind = kind; // "boot" (Python could not load) | "timeout" | "stopped" (restart())
     }
   }
 
@@ -126,8 +126,17 @@
     return current;
   }
 
+  /** Stop whatever Python is doing (a long-running edit): a fresh worker for the same bundle. */
+  function restart(config) {
+    const stopped = current;
+    current = null;
+    const fresh = get(config);
+    if (stopped) stopped.fail(new BootError("stopped", "aturat"));
+    return fresh;
+  }
+
   const supported = () => location.protocol !== "file:" && typeof Worker !== "undefined" && typeof WebAssembly !== "undefined";
-  tw.kernel = { get, supported, BootError };
+  tw.kernel = { get, restart, supported, BootError };
 
   // From <head> on a widget page (the build adds data-config): boot now, while the page parses.
   const config = document.currentScript.dataset.config;

@@ -4,7 +4,7 @@
 // messages, namespaced events, loading starts as soon as the worker does).
 //
 //   page -> worker  {type: INIT, indexURL, lockFileURL, package, entry}
-//                   {type: "run" | "fixed" | "train", id, payload}      one call, one reply
+//                   {type: "run" | "fixed" | "train" | "source" | "edited", id, payload}
 //                   {type: CANCEL, id}                                   stop a long call
 //   worker -> page  {type: PROGRESS, message, fraction} | {type: LOADED} | {type: ERROR, message}
 //                   {type: STEP, id, data}                               a long call's progress
@@ -25,6 +25,8 @@
       RUN: "run", // {widget, params} -> {values, text, figure, alt, tables}
       FIXED: "fixed", // {widget, params} -> {values, text}: numbers only, for prose at fixed params
       TRAIN: "train", // {widget, params} -> steps {step, steps, status, figure}, reply {status, elapsed_s} | {cancelled}
+      SOURCE: "source", // {widget} -> {module, file, source}: the widget's module as shipped (codepanel.js)
+      EDITED: "edited", // {widget, key, code, params} -> like RUN with the edited module, or {error: {kind, message, line}}
     }),
   });
 })(self);

@@ -34,6 +34,9 @@ function lastLine(error) {
 const CALLS = {
   [P.CALLS.RUN]: ({ widget, params }) => JSON.parse(entry.render(widget, JSON.stringify(params))),
   [P.CALLS.FIXED]: ({ widget, params }) => JSON.parse(entry.fixed(widget, JSON.stringify(params))),
+  [P.CALLS.SOURCE]: ({ widget }) => JSON.parse(entry.source(widget)),
+  [P.CALLS.EDITED]: ({ widget, key, code, params }) =>
+    JSON.parse(entry.render_edited(widget, key, code, JSON.stringify(params))),
   [P.CALLS.TRAIN]: async ({ widget, params }, id) => {
     const trainer = entry.Trainer(widget, JSON.stringify(params));
     try {

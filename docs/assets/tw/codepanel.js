@@ -1,0 +1,304 @@
+// The code panel of each widget ("Codi"): the Python module that draws the figure, as the
+// worker has it installed from the site's wheel (asked through the kernel, never a copy),
+// shown with line numbers in the site's code colours; "Edita" makes it editable, "Executa"
+// runs the edit in the worker in place of the shipped module for this widget on this page
+// (widgets_py/engine/edits.py), "Atura" stops a run that does not end (a fresh worker),
+// "Restaura" returns to the shipped module. The page never evaluates code: Python runs in
+// the worker. The editor is CodeMirror 6, bundled by the build (build_hooks/editor_assets.py)
+// and loaded when a panel first opens; without it, a plain textarea.
+//
+// An applied edit is kept in localStorage per page and widget instance until restored;
+// the widget's header says "codi editat", and its live numbers in the prose say so too.
+(() => {
+  "use strict";
+  const tw = (window.tw = window.tw || {});
+  const { SOURCE, EDITED } = tw.protocol.CALLS;
+  const ROOT = new URL("../../", document.currentScript.src || location.href); // inlined (export.py): no src
+  const STOP_AFTER_MS = 400; // a run slower than this offers "Atura"
+  const TEXT = {
+    open: "Codi",
+    close: "Amaga el codi",
+    edit: "Edita",
+    run: "Executa",
+    stop: "Atura",
+    restore: "Restaura",
+    mark: "codi editat",
+    loading: "Demanant el codi a Python…",
+    shipped: (file) => `${file}: el mòdul tal com s'executa al teu navegador. Pots editar-lo i executar-lo aquí.`,
+    editing: "Edita el codi i prem «Executa»: el widget es recalcularà amb la teva versió (només aquí).",
+    running: "Executant el teu codi…",
+    ok: "El widget usa el teu codi. «Restaura» torna al codi original.",
+    error: (e) => `${e.line ? `Línia ${e.line}: ` : ""}${e.kind}: ${e.message}. Es manté la darrera figura bona.`,
+    stopped: "Aturat. El widget torna al codi original; el teu codi és a l'editor.",
+    restored: "Codi original restaurat.",
+    plain: "(editor simple: no s'ha pogut carregar l'editor de codi)",
+    liveTitle: "Calculat amb el teu codi editat",
+  };
+  const panels = new WeakMap(); // widget element -> its Panel
+
+  function settings() {
+    const el = document.getElementById("tw-code");
+    return el ? { enabled: el.dataset.enabled !== "false", editor: el.dataset.editor } : { enabled: false };
+  }
+
+  let editorLib = null; // promise of window.twEditor, or null where it cannot load
+  function loadEditor() {
+    if (editorLib) return editorLib;
+    const src = settings().editor;
+    editorLib = !src ? Promise.resolve(null) : new Promise((resolve) => {
+      if (window.twEditor) return resolve(window.twEditor);
+      const script = document.createElement("script");
+      script.src = new URL(src, ROOT).href;
+      script.onload = () => resolve(window.twEditor || null);
+      script.onerror = () => resolve(null);
+      document.head.appendChild(script);
+    });
+    return editorLib;
+  }
+
+  /** Without CodeMirror: numbered lines to read, a monospace textarea to edit. */
+  function plainEditor(parent, { doc, readOnly, label }) {
+    const area = document.createElement("textarea");
+    area.className = "tw-code-plain";
+    area.spellcheck = false;
+    area.setAttribute("aria-label", label);
+    area.value = doc;
+    area.readOnly = readOnly;
+    area.rows = Math.min(30, doc.split("\n").length + 1);
+    const numbers = document.createElement("pre");
+    numbers.className = "tw-code-numbers";
+    numbers.setAttribute("aria-hidden", "true");
+    const number = () => (numbers.textContent = area.value.split("\n").map((_, i) => i + 1).join("\n"));
+    area.addEventListener("input", number);
+    area.addEventListener("scroll", () => (numbers.scrollTop = area.scrollTop));
+    number();
+    parent.append(numbers, area);
+    parent.classList.add("tw-code-fallback");
+    return {
+      kind: "textarea",
+      get value() {
+        return area.value;
+      },
+      setValue(text) {
+        area.value = text;
+        number();
+      },
+      setReadOnly(readOnly) {
+        area.readOnly = readOnly;
+      },
+      markLine(n) {
+        if (!n) return;
+        const lines = area.value.split("\n");
+        const start = lines.slice(0, n - 1).join("\n").length + (n > 1 ? 1 : 0);
+        area.setSelectionRange(start, start + (lines[n - 1] || "").length);
+      },
+      focus: () => area.focus(),
+    };
+  }
+
+  const storageKey = (w) => `tw-codi:${location.pathname}#${w.dataset.instance}`;
+
+  function stored(w) {
+    try {
+      const data = JSON.parse(localStorage.getItem(storageKey(w)));
+      return data && typeof data.code === "string" && typeof data.applied === "boolean" ? data : null;
+    } catch {
+      return null; // unreadable or no storage: no edit
+    }
+  }
+
+  function store(w, data) {
+    try {
+      if (data) localStorage.setItem(storageKey(w), JSON.stringify(data));
+      else localStorage.removeItem(storageKey(w));
+      return true;
+    } catch {
+      return false; // private mode or full: the edit lasts this page only
+    }
+  }
+
+  const button = (cls, label) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = cls;
+    b.textContent = label;
+    return b;
+  };
+
+  class Panel {
+    constructor(w, host) {
+      this.w = w;
+      this.host = host; // {kernel: () => Kernel, recompute: () => void, restart: () => void}
+      this.shipped = null; // {module, file, source} from the worker
+      this.editor = null;
+      this.code = null; // the applied edit (the code the widget runs), or null: shipped
+      const saved = stored(w);
+      this.draft = saved ? saved.code : null; // the editor's text, kept across reloads
+      if (saved && saved.applied) this.code = saved.code;
+
+      const head = w.querySelector(".tw-head");
+      this.mark = document.createElement("span");
+      this.mark.className = "tw-code-mark";
+      this.mark.textContent = TEXT.mark;
+      this.toggle = button("tw-code-toggle", TEXT.open);
+      this.toggle.setAttribute("aria-expanded", "false");
+      this.section = document.createElement("section");
+      this.section.className = "tw-code";
+      this.section.id = `${w.id}-codi`;
+      this.section.hidden = true;
+      this.section.setAttribute("aria-label", `Codi Python: ${w.querySelector(".tw-title").textContent}`);
+      this.toggle.setAttribute("aria-controls", this.section.id);
+      this.file = document.createElement("p");
+      this.file.className = "tw-code-file";
+      this.view = document.createElement("div");
+      this.view.className = "tw-code-view";
+      const actions = document.createElement("div");
+      actions.className = "tw-code-actions";
+      this.buttons = {
+        edit: button("tw-code-edit", TEXT.edit),
+        run: button("tw-code-run", TEXT.run),
+        stop: button("tw-code-stop", TEXT.stop),
+        restore: button("tw-code-restore", TEXT.restore),
+      };
+      this.buttons.stop.hidden = true;
+      actions.append(...Object.values(this.buttons));
+      this.status = document.createElement("p");
+      this.status.className = "tw-code-status";
+      this.status.setAttribute("role", "status");
+      this.status.setAttribute("aria-live", "polite");
+      this.section.append(this.file, this.view, actions, this.status);
+      head.append(this.mark, this.toggle);
+      w.querySelector(".tw-body").after(this.section);
+
+      this.toggle.addEventListener("click", () => this.show(this.section.hidden));
+      this.buttons.edit.addEventListener("click", () => this.startEditing());
+      this.buttons.run.addEventListener("click", () => this.apply());
+      this.buttons.stop.addEventListener("click", () => this.stop());
+      this.buttons.restore.addEventListener("click", () => this.restore());
+      this.refresh();
+    }
+
+    refresh() {
+      const edited = this.code !== null;
+      if (edited) this.w.dataset.edited = "true";
+      else delete this.w.dataset.edited;
+      this.mark.hidden = !edited;
+      const editing = this.editor !== null && this.section.dataset.mode === "edit";
+      this.buttons.edit.hidden = editing;
+      this.buttons.run.hidden = !editing;
+      this.buttons.restore.disabled = !edited && this.draft === null;
+      this.buttons.edit.disabled = this.editor === null;
+    }
+
+    say(text, error = null) {
+      this.status.textContent = text;
+      if (error && error.line) this.section.dataset.errorLine = String(error.line);
+      else delete this.section.dataset.errorLine;
+      if (this.editor) this.editor.markLine(error ? error.line : null);
+    }
+
+    async show(open) {
+      this.section.hidden = !open;
+      this.toggle.setAttribute("aria-expanded", String(open));
+      this.toggle.textContent = open ? TEXT.close : TEXT.open;
+      if (open && !this.shipped) await this.load();
+    }
+
+    async load() {
+      this.say(TEXT.loading);
+      const kernel = this.host.kernel();
+      try {
+        await kernel.ready;
+        this.shipped = await kernel.call(SOURCE, { widget: this.w.dataset.widget });
+      } catch (error) {
+        this.say(`${error.message}`);
+        return;
+      }
+      const lib = await loadEditor();
+      const options = { doc: this.draft ?? this.shipped.source, readOnly: true, label: `Codi de ${this.shipped.file}` };
+      this.editor = lib ? lib.create(this.view, options) : plainEditor(this.view, options);
+      this.section.dataset.editor = this.editor.kind;
+      this.file.textContent = this.shipped.module.replace(/\./g, "/") + ".py" + (lib ? "" : ` ${TEXT.plain}`);
+      this.section.dataset.mode = "read";
+      this.say(this.code !== null ? TEXT.ok : TEXT.shipped(this.shipped.file));
+      if (this.draft !== null) this.startEditing();
+      this.refresh();
+    }
+
+    startEditing() {
+      if (!this.editor) return;
+      this.section.dataset.mode = "edit";
+      this.editor.setReadOnly(false);
+      this.editor.focus();
+      if (this.code === null) this.say(TEXT.editing);
+      this.refresh();
+    }
+
+    /** "Executa": the editor's text becomes the widget's code, and the widget recomputes. */
+    apply() {
+      const code = this.editor.value;
+      if (code === this.shipped.source) return this.restore();
+      this.code = this.draft = code;
+      store(this.w, { code, applied: true });
+      this.refresh();
+      this.host.recompute();
+    }
+
+    /** The call host.js makes for an edited widget: like RUN, or an Error with {kind, line}. */
+    async run(kernel, params) {
+      const code = this.code;
+      this.say(TEXT.running);
+      const slow = setTimeout(() => (this.buttons.stop.hidden = false), STOP_AFTER_MS);
+      let data;
+      try {
+        data = await kernel.call(EDITED, { widget: this.w.dataset.widget, key: storageKey(this.w), code, params });
+      } finally {
+        clearTimeout(slow);
+        this.buttons.stop.hidden = true;
+      }
+      if (data.error) {
+        this.say(TEXT.error(data.error), data.error);
+        throw Object.assign(new Error(TEXT.error(data.error)), data.error);
+      }
+      this.say(TEXT.ok);
+      return data;
+    }
+
+    /** "Atura": a fresh worker; the widget goes back to the shipped code, the edit stays in the editor. */
+    stop() {
+      this.code = null;
+      store(this.w, { code: this.draft, applied: false });
+      this.refresh();
+      this.say(TEXT.stopped);
+      this.host.restart();
+    }
+
+    /** "Restaura": the shipped code, and the shipped numbers. */
+    restore() {
+      this.code = this.draft = null;
+      store(this.w, null);
+      if (this.editor && this.shipped) {
+        this.editor.setValue(this.shipped.source);
+        this.editor.setReadOnly(true);
+        this.section.dataset.mode = "read";
+      }
+      this.refresh();
+      this.say(TEXT.restored);
+      this.host.recompute();
+    }
+  }
+
+  tw.codepanel = {
+    /** Adds the panel to widget `w` (unless the page turned it off); host: see Panel. */
+    setup(w, host) {
+      if (!settings().enabled || panels.has(w)) return;
+      panels.set(w, new Panel(w, host));
+    },
+    /** The edited code the widget runs, or null when it runs the shipped module. */
+    edited: (w) => (panels.has(w) ? panels.get(w).code : null),
+    run: (w, kernel, params) => panels.get(w).run(kernel, params),
+    /** The editor's text (CodeMirror draws only the lines in view): for tests and the curious. */
+    text: (w) => (panels.has(w) && panels.get(w).editor ? panels.get(w).editor.value : null),
+    liveTitle: TEXT.liveTitle,
+  };
+})();

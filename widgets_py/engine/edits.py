@@ -1,0 +1,100 @@
+"""A reader's edit of a widget's module, run in the worker in place of the shipped one.
+
+The page's "Codi" panel (assets/tw/codepanel.js) asks for `source(name)`: the text of the
+widget's module as installed from the site's wheel, found by the widget's module, never
+by a path. "Executa" sends the edited text back with a key naming the widget on its page;
+`render(name, key, code, params_json)` compiles it as a fresh module of the same package
+(so its relative imports resolve to the shipped engine and models), takes its `WIDGET`
+and answers exactly like browser.render, with the edited widget standing in for the
+shipped one during that call only. Other widgets, and other instances of the same widget,
+keep the shipped module.
+
+A failure (syntax error, exception, a module without a matching WIDGET) is an answer,
+not a crash: {"error": {"kind", "message", "line"}}, the line being in the edited text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import linecache
+import sys
+import traceback
+import types
+from pathlib import Path
+
+from . import browser, registry
+from .widget import Widget
+
+_loaded: dict[str, tuple[str, Widget]] = {}  # key -> (sha256 of the code, its WIDGET)
+
+
+def module_of(name: str) -> types.ModuleType:
+    """The module that declares widget `name` (the one whose WIDGET it is)."""
+    widget = registry.get(name)
+    for module in list(sys.modules.values()):
+        if getattr(module, "WIDGET", None) is widget:
+            return module
+    raise LookupError(f"no module declares the widget '{name}'")
+
+
+def source(name: str) -> str:
+    """JSON {module, file, source}: the module's text as installed (from the wheel, in Pyodide)."""
+    module = module_of(name)
+    path = Path(module.__file__)
+    return json.dumps({"module": module.__name__, "file": path.name,
+                       "source": path.read_text(encoding="utf-8")}, ensure_ascii=False)
+
+
+def _filename(module: types.ModuleType) -> str:
+    return f"<codi editat: {module.__name__}>"
+
+
+def load(name: str, key: str, code: str) -> Widget:
+    """The WIDGET of `code` run as widget `name`'s module; compiled once per key and text."""
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    hit = _loaded.get(key)
+    if hit and hit[0] == digest:
+        return hit[1]
+    shipped = module_of(name)
+    filename = _filename(shipped)
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)  # tracebacks show the edited lines
+    compiled = compile(code, filename, "exec", dont_inherit=True)
+    module = types.ModuleType(shipped.__name__, shipped.__doc__)
+    module.__package__ = shipped.__package__  # relative imports: the shipped package
+    module.__file__ = filename
+    exec(compiled, module.__dict__)  # noqa: S102 - the reader's own code, in the reader's worker
+    widget = module.__dict__.get("WIDGET")
+    if not isinstance(widget, Widget):
+        raise TypeError("el codi ha de definir WIDGET = Widget(...)")
+    if widget.name != name:
+        raise ValueError(f"WIDGET ha de conservar el nom '{name}' (té '{widget.name}')")
+    _loaded[key] = (digest, widget)
+    return widget
+
+
+def _line(exc: BaseException, filename: str) -> int | None:
+    """The line of the edited text where `exc` arose (the deepest frame in it), if any."""
+    if isinstance(exc, SyntaxError) and exc.filename == filename:
+        return exc.lineno
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    return lines[-1] if lines else None
+
+
+def render(name: str, key: str, code: str, params_json: str) -> str:
+    """browser.render with the edited module; or {"error": {kind, message, line}}."""
+    filename = _filename(module_of(name))
+    try:
+        widget = load(name, key, code)
+        with registry.substituted(name, widget):
+            return browser.render(name, params_json)
+    except Exception as exc:  # the reader's code may raise anything: report it, keep the worker
+        _loaded.pop(key, None)
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        return json.dumps({"error": {"kind": type(exc).__name__, "message": message,
+                                     "line": _line(exc, filename)}}, ensure_ascii=False)
+
+
+def forget(key: str) -> None:
+    """Drop a key's edited module (the reader restored the shipped code)."""
+    _loaded.pop(key, None)
