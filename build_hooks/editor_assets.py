@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from .assets import AssetError, cache_dir, progress, sha256
+from .assets import AssetError, cache_dir, sha256
 
 ENTRY = Path(__file__).with_name("editor") / "entry.js"
 SITE_DIR = "assets/tw/editor/"  # in the built site: codemirror-<hash>.js
@@ -64,6 +65,10 @@ export default {
   output: { file: "editor.js", format: "iife", name: "twEditor", generatedCode: "es2015" },
 };
 """
+
+
+def progress(message: str) -> None:
+    print(f"textbook: {message}", file=sys.stderr, flush=True)  # a slow first build never looks stuck
 
 
 def _name(spec: str) -> str:
