@@ -23,7 +23,8 @@ def on_post_page(output: str, *, page, config, build) -> str:
 def precache_list(site: Path) -> list[str]:
     """Every file of the site, as URLs relative to its root; folders for their index.html."""
     urls = []
-    for path in sorted(p for p in site.rglob("*") if p.is_file() and p.name != "sw.js"):
+    for path in sorted(p for p in site.rglob("*") if p.is_file() and p.name != "sw.js"
+                       and not p.name.endswith(".descarrega.html")):  # a chapter as one file (export.py): downloaded
         rel = path.relative_to(site).as_posix()
         urls.append(rel)
         if path.name == "index.html":

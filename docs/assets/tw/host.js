@@ -133,7 +133,7 @@
     page = null;
     if (!widgets.length || !configEl) return;
     widgets.forEach((w) => (w.dataset.hosted = "true"));
-    if (location.protocol === "file:") return widgets.forEach((w) => setState(w, "static", TEXT.file));
+    if (location.protocol === "file:" && !tw.embedded) return widgets.forEach((w) => setState(w, "static", TEXT.file));
     if (!tw.kernel.supported()) return widgets.forEach((w) => setState(w, "error", TEXT.unsupported));
 
     const kernel = tw.kernel.get(JSON.parse(configEl.dataset.config));

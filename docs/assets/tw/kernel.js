@@ -11,7 +11,7 @@
   const tw = (window.tw = window.tw || {});
   if (tw.kernel) return;
   const P = tw.protocol;
-  const HERE = document.currentScript.src; // assets/tw/kernel.js
+  const HERE = document.currentScript.src || location.href; // assets/tw/kernel.js (inlined: no src)
   const ROOT = new URL("../../", HERE);
   const BOOT_TIMEOUT_MS = 120000;
 
@@ -33,7 +33,8 @@
       this.nextId = 0;
       this.ready = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
       this.ready.catch(() => {}); // callers that never wait are not an unhandled rejection
-      this.worker = new Worker(new URL(P.WORKER, HERE));
+      // a single-file export (build_hooks/export.py) makes its worker from the bytes it carries
+      this.worker = tw.embedded ? tw.embedded.worker() : new Worker(new URL(P.WORKER, HERE));
       // offline.js: on a first visit, hold the messages (and so Pyodide's downloads) until the
       // service worker controls this page and the worker, so each file is fetched once
       const gate = (tw.offline && tw.offline.controlled) || null;
@@ -135,7 +136,7 @@
     return fresh;
   }
 
-  const supported = () => location.protocol !== "file:" && typeof Worker !== "undefined" && typeof WebAssembly !== "undefined";
+  const supported = () => (location.protocol !== "file:" || Boolean(tw.embedded)) && typeof Worker !== "undefined" && typeof WebAssembly !== "undefined";
   tw.kernel = { get, restart, supported, BootError };
 
   // From <head> on a widget page (the build adds data-config): boot now, while the page parses.

@@ -1,0 +1,283 @@
+"""One chapter page as one HTML file that is interactive from disk (issue 16).
+
+Browsers refuse workers and fetches from `file://`, but a page may start a worker from a
+Blob URL and compile WebAssembly from bytes it holds. So the exported file carries:
+
+- the page as the site renders it, read from the BUILT site (this module knows the built
+  HTML and the files it references, not how the build made them): styles and scripts
+  inlined, the favicon as a data URI, Material's search and instant navigation switched
+  off (one page, no index, no sitemap), links to other pages sent to the published site
+  when its address is known (the page's canonical link, if not a loopback address) and
+  marked as not included otherwise, and a CSP that allows no connection at all;
+- Pyodide's runtime, numpy, the widgets wheel (code, trained weights, corpus) and the lock,
+  each gzip-compressed and base64-encoded in a <script type="application/x-tw-payload">;
+- export_boot.js (page) and export_worker.js (worker prelude), which unpack them with
+  DecompressionStream and answer the worker's importScripts/fetch from memory.
+
+Compressing the runtime is the slow part (~3 s); the gzip of each file is kept in the cache
+by the sha256 of its bytes, so a rebuild with unchanged inputs costs ~0.3 s per page.
+
+Each chapter page links its file ("Descarrega el capítol"); on_post_build writes it next to
+the page as NAME.descarrega.html (not precached by the service worker: see offline.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import hashlib
+import json
+import os
+import posixpath
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from html import escape, unescape
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from . import assets
+
+HERE = Path(__file__).resolve().parent
+SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
+CHAPTER = re.compile(r"^cap\d+/[^/]+\.md$")  # the pages that offer their file
+PAYLOAD_TYPE = "application/x-tw-payload"
+FILES_MESSAGE = "tw-export:files"
+CORE = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")  # what loadPyodide loads
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+POLICY = ("default-src 'self'; script-src 'wasm-unsafe-eval' blob: {hashes}; style-src 'unsafe-inline'; "
+          "img-src data:; font-src 'none'; connect-src 'none'; worker-src blob:; object-src 'none'; "
+          "base-uri 'none'; form-action 'none'")
+HIDE = ('.md-search,.md-header__button[for="__search"]{display:none!important}'
+        "a[data-tw-external]::after{content:\" \\2197\"}a[data-tw-absent]{cursor:help;text-decoration:underline dotted}")
+
+SCRIPT_SRC = re.compile(r'<script\b([^>]*?)\s*\bsrc="([^"]+)"([^>]*)></script>')
+STYLESHEET = re.compile(r'<link rel="stylesheet" href="([^"]+)"\s*/?>')
+ICON = re.compile(r'(<link rel="icon" href=")([^"]+)(")')
+NAV_LINK = re.compile(r'<link rel="(?:prev|next|canonical)" href="[^"]*"\s*/?>\s*')
+CSP_META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="[^"]*">')
+ANCHOR = re.compile(r'<a\b([^>]*?)\shref="([^"]*)"')
+CONFIG = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
+DOWNLOAD = re.compile(r'<p class="tw-download">.*?</p>', re.S)
+INLINE = re.compile(r"<script(?![^>]*\btype=)[^>]*>(.*?)</script>", re.S)
+
+
+@dataclass
+class Part:
+    label: str
+    raw: int  # bytes as the site serves them
+    stored: int  # bytes in the exported file
+
+
+class ExportError(RuntimeError):
+    pass
+
+
+def _local(site: Path, page_dir: str, ref: str) -> Path:
+    path = posixpath.normpath(posixpath.join(page_dir, ref.split("?")[0].split("#")[0]))
+    return site / path
+
+
+def gzipped(data: bytes, cache: Path | None) -> bytes:
+    """gzip -9 of `data`, kept in `cache` by the sha256 of the input (the slow step)."""
+    digest = hashlib.sha256(data).hexdigest()
+    hit = cache / f"{digest}.gz" if cache else None
+    if hit and hit.is_file():
+        return hit.read_bytes()
+    packed = gzip.compress(data, 9, mtime=0)
+    if hit:
+        hit.parent.mkdir(parents=True, exist_ok=True)
+        tmp = hit.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(packed)
+        tmp.replace(hit)  # atomic: builds running side by side never read half a file
+    return packed
+
+
+def published_url(html: str) -> str | None:
+    """The site's public address, from the page's canonical link; None for a local build."""
+    m = re.search(r'<link rel="canonical" href="([^"]+)"', html)
+    if not m or urlsplit(m.group(1)).hostname in LOOPBACK:
+        return None
+    return m.group(1)
+
+
+def _script(code: str) -> str:
+    return "<script>" + code.replace("</script", "<\\/script").replace("<!--", "<\\!--") + "</script>"
+
+
+def runtime_files(site: Path, config: dict) -> dict[str, bytes]:
+    """Pyodide's core files and every package of the site's lock, each checked against its pin."""
+    runtime = site / config["runtime"]
+    lock_bytes = (runtime / config["lock"]).read_bytes()
+    pins = {name: assets.PINNED[name] for name in CORE}
+    pins.update({p["file_name"]: p["sha256"] for p in json.loads(lock_bytes)["packages"].values()})
+    files = {config["lock"]: lock_bytes}
+    for name, pin in pins.items():
+        data = (runtime / name).read_bytes()
+        if assets.sha256(data) != pin:
+            raise ExportError(f"{runtime / name}: sha256 {assets.sha256(data)} != {pin} (pinned); rebuild the site")
+        files[name] = data
+    return files
+
+
+def _links(html: str, page: str, site_url: str | None) -> str:
+    """Links to other pages of the site: to the published site, or marked as not included."""
+    page_dir = posixpath.dirname(page)
+
+    def rewrite(m: re.Match) -> str:
+        attrs, href = m.group(1), unescape(m.group(2))
+        if not href or href.startswith("#") or re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I):
+            return m.group(0)
+        path, _, frag = href.partition("#")
+        target = posixpath.normpath(posixpath.join(page_dir, path.split("?")[0]))
+        if path.endswith("/") or target == ".":
+            target = posixpath.join(target, "index.html").lstrip("./")
+        if target == page:
+            return f'<a{attrs} href="#{escape(frag)}"'
+        if site_url:
+            url = site_url.rsplit("/", page.count("/") + 1)[0] + "/" + target + (f"#{frag}" if frag else "")
+            return f'<a{attrs} href="{escape(url)}" data-tw-external rel="noopener"'
+        return f'<a{attrs} data-tw-absent title="Aquesta pàgina no és dins d\'aquest fitxer ({escape(target)})"'
+
+    return ANCHOR.sub(rewrite, html)
+
+
+def _material_config(m: re.Match) -> str:
+    config = json.loads(m.group(2))
+    config["features"] = [f for f in config.get("features", []) if not f.startswith("navigation.instant")]
+    return m.group(1) + json.dumps(config).replace("</", "<\\/") + m.group(3)
+
+
+def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=lambda line: None) -> list[Part]:
+    """Write `page` (e.g. cap15/index.md or .html) of the built `site` as one file `out`."""
+    page = re.sub(r"\.md$", ".html", page)
+    source = site / page
+    if not source.is_file():
+        raise ExportError(f"{source}: no such built page (PAGE is a path under docs/, e.g. cap15/index.md)")
+    html = source.read_text()
+    page_dir = posixpath.dirname(page)
+    site_url = published_url(html)
+    say(f"pàgina {page}; enllaços a {site_url or 'cap lloc publicat (marcats com a no inclosos)'}")
+
+    html = CSP_META.sub("", html)
+    html = DOWNLOAD.sub("", html)
+    html = NAV_LINK.sub("", html) if not site_url else re.sub(r'<link rel="(?:prev|next)" href="[^"]*"\s*/?>\s*', "", html)
+    kernel = re.search(r'<script src="[^"]*kernel\.js[^"]*" data-config="([^"]+)"', html)
+    config = json.loads(unescape(kernel.group(1))) if kernel else None
+
+    def inline_script(m: re.Match) -> str:
+        path = _local(site, page_dir, m.group(2))
+        if path.name == "offline.js":
+            return ""  # the service worker needs http(s); a file has nothing to cache
+        code = path.read_text()
+        return _script(code).replace("<script>", f"<script{m.group(1)}{m.group(3)}>", 1)
+
+    html = SCRIPT_SRC.sub(inline_script, html)
+    html = STYLESHEET.sub(lambda m: f"<style>{_local(site, page_dir, m.group(1)).read_text()}</style>", html)
+    html = ICON.sub(lambda m: m.group(1) + "data:image/png;base64,"
+                    + base64.b64encode(_local(site, page_dir, m.group(2)).read_bytes()).decode() + m.group(3), html)
+    html = CONFIG.sub(_material_config, html)
+    html = html.replace('data-md-component="search"', 'data-md-component="search-off"').replace('name="search"', 'name="search-off"')
+    html = html.replace("</head>", f"<style>{HIDE}</style></head>", 1)
+    html = _links(html, page, site_url)
+
+    parts: list[Part] = []
+    payloads = []
+    if config:
+        tw = site / "assets" / "tw"
+        worker = (tw / "worker.js").read_text()
+        sources = {name: (tw / name).read_text() for name in re.findall(r'importScripts\("([\w.-]+)"\)', worker)}
+        sources.update({"worker.js": worker, "export_worker.js": (HERE / "export_worker.js").read_text()})
+        boot = (HERE / "export_boot.js").read_text().replace("__EXPORT__", json.dumps({
+            "sources": sources, "prelude": "export_worker.js", "entry": "worker.js",
+            "payloadType": PAYLOAD_TYPE, "FILES": FILES_MESSAGE}).replace("</", "<\\/"))
+        # the boot goes before the first script after the title (protocol.js, then kernel.js)
+        at = html.index("<script", html.index("</title>"))
+        html = html[:at] + _script(boot) + html[at:]
+        files = runtime_files(site, config)
+        for i, (name, data) in enumerate(sorted(files.items(), key=lambda kv: -len(kv[1])), 1):
+            packed = base64.b64encode(gzipped(data, cache)).decode()
+            payloads.append(f'<script type="{PAYLOAD_TYPE}" data-name="{escape(name)}" data-bytes="{len(data)}">{packed}</script>')
+            parts.append(Part(name, len(data), len(packed) + 80))
+            say(f"[{i}/{len(files)}] {name}: {len(data) / 1e6:.2f} MB -> {len(packed) / 1e6:.2f} MB (gzip + base64)")
+    html = html.replace("</body>", "\n".join(payloads) + "\n</body>", 1)
+    hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'" for s in INLINE.findall(html)})
+    html = html.replace("<head>", f'<head><meta http-equiv="Content-Security-Policy" content="{POLICY.format(hashes=" ".join(hashes))}">', 1)
+    leftover = re.findall(r'<(?:script|img|link|iframe|source)\b[^>]*\b(?:src|href)="(?!data:|#|https?:)([^"]*)"', html)
+    if leftover:
+        raise ExportError(f"{page}: still refers to files beside it: {leftover[:5]}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html)
+    total = out.stat().st_size
+    parts.insert(0, Part("pàgina (HTML, estils, scripts, figures)", 0, total - sum(p.stored for p in parts)))
+    return parts
+
+
+# --- the site offers each chapter's file ---------------------------------------------------
+
+def download_name(page_html: str) -> str:
+    """cap15/index.html -> cap15.html; cap15/sense-formules.html -> cap15-sense-formules.html."""
+    folder, name = posixpath.split(page_html)
+    return folder.replace("/", "-") + ("" if name == "index.html" else "-" + name[: -len(".html")]) + ".html"
+
+
+def on_post_page(output: str, *, page, config, build) -> str:
+    if build.is_serve or not CHAPTER.match(page.file.src_uri):
+        return output  # under `mkdocs serve` no file is written, so no link either
+    name = posixpath.basename(page.file.dest_uri)
+    link = (f'<p class="tw-download"><a href="{name[:-5]}{SUFFIX}" download="{download_name(page.file.dest_uri)}">'
+            "Descarrega el capítol</a>: un sol fitxer HTML amb Python inclòs, interactiu sense connexió "
+            "(obre'l amb Chrome, Edge o un altre navegador basat en Chromium).</p>")
+    return re.sub(r"(</h1>)", r"\1" + link.replace("\\", "\\\\"), output, count=1)
+
+
+def on_post_build(*, config, build) -> None:
+    if build.is_serve:
+        return
+    site = Path(config["site_dir"])
+    cache = assets.cache_dir().parent / "export"
+    for page in sorted(site.rglob("*.html")):
+        if not page.name.endswith(SUFFIX) and 'class="tw-download"' in page.read_text():
+            rel = page.relative_to(site).as_posix()
+            export(site, rel, page.with_name(page.name[:-5] + SUFFIX), cache=cache)
+
+
+# --- ./dev export PAGE OUT.html ------------------------------------------------------------
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:6.2f} MB"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="./dev export", description="One chapter page as one self-contained HTML file.")
+    parser.add_argument("page", help="the page as in docs/, e.g. cap15/index.md")
+    parser.add_argument("out", type=Path, help="the HTML file to write")
+    parser.add_argument("--site", type=Path, help="an already built site (default: build one now, strict)")
+    args = parser.parse_args(argv)
+    say = lambda line: print(f"export: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    with tempfile.TemporaryDirectory() as tmp:
+        site = args.site
+        if site is None:
+            site = Path(tmp) / "site"
+            say("construint el lloc (mkdocs build --strict)…")
+            done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+                                  cwd=HERE.parent, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+            if done.returncode:
+                return done.returncode
+        try:
+            parts = export(site, args.page, args.out, cache=assets.cache_dir().parent / "export", say=say)
+        except (ExportError, OSError) as exc:
+            print(f"export: error: {exc}", file=sys.stderr)
+            return 1
+    print(f"{'part':<52} {'original':>10} {'al fitxer':>10}")
+    for p in parts:
+        print(f"{p.label:<52} {_mb(p.raw) if p.raw else '':>10} {_mb(p.stored):>10}")
+    print(f"{'total ' + str(args.out):<52} {'':>10} {_mb(args.out.stat().st_size):>10}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""A chapter as one HTML file (build_hooks/export.py): the site links it, and opened from
+file:// with every route blocked it becomes interactive, agrees with CPython, keeps the quiz
+and makes no request at all."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from build_hooks import export
+from test_browser import BOOT_MS, assert_matches_cpython, wait_idle
+
+PAGE = "cap15/index.html"
+LIMIT = 15_000_000  # bytes: the issue's target for chapter 15
+ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
+
+
+def move_a_control(page, sel: str) -> bool:
+    """Another option of a select, or a slider step, one control at a time, until the
+    widget's figure or numbers change (as test_browser does on the site)."""
+    before = page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")
+    for name, tag, kind, value, top in page.eval_on_selector_all(
+            f"{sel} .tw-controls [name]:not([type=hidden])", "els => els.map(e => [e.name, e.tagName, e.type, e.value, e.max])"):
+        control = f"{sel} [name={name}]"
+        if tag == "SELECT":
+            options = page.eval_on_selector_all(f"{control} option", "os => os.map(o => o.value)")
+            page.select_option(control, next(o for o in options if o != value))
+        elif kind == "checkbox":
+            page.click(control)
+        else:
+            page.focus(control)
+            page.keyboard.press("ArrowLeft" if value == top else "ArrowRight")
+        page.wait_for_function("s => document.querySelector(s).dataset.values", arg=sel, timeout=20_000)
+        wait_idle(page, sel)
+        if (page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")) != before:
+            return True
+    return False
+
+
+def test_links_go_to_the_published_site_or_are_marked_absent():
+    html = '<a href="../glossari.html#kv">g</a><a href="index.html#x">here</a><a href="#y">y</a><a href="https://a.b/">w</a>'
+    published = export._links(html, PAGE, "https://llibre.example/curs/cap15/index.html")
+    assert 'href="https://llibre.example/curs/glossari.html#kv" data-tw-external' in published
+    assert 'href="#x"' in published and 'href="#y"' in published and 'href="https://a.b/"' in published
+    local = export._links(html, PAGE, None)
+    assert "glossari.html" not in local.split("title=")[0] and "data-tw-absent" in local
+    assert export.published_url('<link rel="canonical" href="http://127.0.0.1:8000/cap15/index.html">') is None
+
+
+@pytest.mark.build
+def test_every_chapter_page_offers_its_file(site):
+    chapters = sorted(p.relative_to(site).as_posix() for p in site.glob("cap*/*.html") if not p.name.endswith(export.SUFFIX))
+    assert PAGE in chapters
+    for rel in chapters:
+        html = (site / rel).read_text()
+        link = re.search(r'<p class="tw-download"><a href="([^"]+)" download="([^"]+)">Descarrega el capítol</a>', html)
+        assert link, rel
+        target = (site / rel).parent / link.group(1)
+        assert target.is_file() and link.group(2).endswith(".html"), rel
+        single = target.read_text()
+        assert 'class="tw-download"' not in single and "<h1" in single
+        # nothing beside it is loaded: no src= or stylesheet/icon href but data: URIs
+        assert not re.findall(r'<(?:script|img|link|iframe)\b[^>]*\b(?:src|href)="(?!data:|https?:)', single), rel
+        csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', single).group(1)
+        assert "connect-src 'none'" in csp and "worker-src blob:" in csp
+    assert 'class="tw-download"' not in (site / "index.html").read_text()  # not a chapter
+
+    single = (site / "cap15" / ("index" + export.SUFFIX)).read_text()
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    carried = set(re.findall(r'<script type="application/x-tw-payload" data-name="([^"]+)"', single))
+    assert {p["file_name"] for p in lock["packages"].values()} | set(export.CORE) <= carried
+    assert any(name.startswith("widgets_py-") for name in carried)  # code, weights and corpus
+    assert (site / "cap15" / ("index" + export.SUFFIX)).stat().st_size <= LIMIT
+    assert "index" + export.SUFFIX not in (site / "sw.js").read_text()  # downloaded, never precached
+
+
+@pytest.mark.browser
+def test_the_file_is_interactive_from_disk_with_no_request(browser, site, tmp_path):
+    single = tmp_path / "cap15.html"  # as a reader keeps it: alone in a folder
+    shutil.copy(site / "cap15" / ("index" + export.SUFFIX), single)
+    url = single.as_uri()
+    context = browser.new_context(service_workers="block")
+    requests, errors = [], []
+    context.route(lambda u: u != url, lambda route: route.abort())  # every route but the file itself
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    widgets = page.eval_on_selector_all(".tw-widget", "ws => ws.map(w => [w.dataset.instance, Boolean(w.querySelector('.tw-train'))])")
+    assert len(widgets) >= 8
+    for instance, trainable in widgets:
+        if trainable:
+            continue  # its controls set up the training button, which test_browser presses
+        sel = f'.tw-widget[data-instance="{instance}"]'
+        assert move_a_control(page, sel), instance
+        assert_matches_cpython(page, sel)
+
+    choice = page.locator('.tw-q[data-kind="choice"]').first
+    choice.locator("li[data-correct] button").click()
+    progress = page.locator(".tw-quiz .tw-quiz-progress").text_content()
+    assert not progress.startswith("0 de")
+    page.reload()
+    assert page.locator(".tw-quiz .tw-quiz-progress").text_content() == progress  # kept across a reload
+    assert page.locator("a[data-tw-absent]").count() > 0  # links to the site's other pages: not here
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+
+    assert errors == []
+    # not the network, not the disk, not data: URLs; blob: URLs are the file's own bytes in memory
+    assert [u for u in requests if u != url and not u.startswith("blob:")] == []
+    context.close()
+
+
+@pytest.mark.browser
+def test_the_same_file_works_over_http(watched, server):
+    page = watched.page
+    page.goto(server + "cap15/index" + export.SUFFIX)
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    sel = '.tw-widget[data-widget="roofline"]'
+    page.select_option(f"{sel} [name=gpu]", "a100-80gb")
+    page.wait_for_function("s => document.querySelector(s).dataset.values", arg=sel, timeout=20_000)
+    wait_idle(page, sel)
+    assert_matches_cpython(page, sel)
+    assert watched.errors == []
+    assert [u for u in watched.requests if not u.endswith(export.SUFFIX) and not u.startswith("blob:")] == []
