@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from urllib.parse import urlsplit
 
@@ -212,3 +213,24 @@ def test_the_contributor_guide_explains_the_panel_and_its_page_option():
     assert "**Codi**" in guide and "**Executa**" in guide and "**Restaura**" in guide
     assert f"{codepanel.OPTION}: false" in guide
     assert f"{codepanel.OPTION}: false" in (ROOT / "docs" / "cap15" / "sense-formules.md").read_text()
+
+
+def test_the_editor_is_one_same_origin_file_without_eval_and_precached(site):
+    html = (site / "cap15" / "index.html").read_text()
+    src = re.search(r'<div id="tw-code" hidden data-enabled="true" data-editor="([^"]+)"', html).group(1)
+    bundle = (site / src).read_text()
+    assert "window.twEditor" in bundle or "var twEditor" in bundle
+    assert not re.search(r"\beval\(|new Function\(", bundle)  # the page's CSP has no 'unsafe-eval'
+    assert src in (site / "sw.js").read_text()  # offline: the service worker precaches it
+
+
+def test_a_tarball_with_another_hash_is_refused(tmp_path, monkeypatch):
+    from build_hooks import assets, editor_assets
+
+    monkeypatch.setenv("TEXTBOOK_CACHE", str(tmp_path))
+    spec = "crelt@1.0.7"
+    target = editor_assets._tarball_path(spec)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"not the pinned tarball")
+    with pytest.raises(assets.AssetError, match="crelt@1.0.7: sha256"):
+        editor_assets.tarball(spec)
