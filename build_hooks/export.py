@@ -62,6 +62,7 @@ CSP_META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="[^"]
 ANCHOR = re.compile(r'<a\b([^>]*?)\shref="([^"]*)"')
 CONFIG = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
 DOWNLOAD = re.compile(r'<p class="tw-download">.*?</p>', re.S)
+EDITOR = re.compile(r'<div id="([\w-]+)"[^>]*\bdata-editor="([^"]+)"')  # codepanel.js's CodeMirror bundle
 INLINE = re.compile(r"<script(?![^>]*\btype=)[^>]*>(.*?)</script>", re.S)
 
 
@@ -197,10 +198,15 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
         # the boot goes before the first script after the title (protocol.js, then kernel.js)
         at = html.index("<script", html.index("</title>"))
         html = html[:at] + _script(boot) + html[at:]
-        files = runtime_files(site, config)
-        for i, (name, data) in enumerate(sorted(files.items(), key=lambda kv: -len(kv[1])), 1):
+        files = {name: (data, "") for name, data in runtime_files(site, config).items()}
+        editor = EDITOR.search(html)  # the code panel's editor, loaded when a panel opens
+        if editor:
+            files[posixpath.basename(editor.group(2))] = ((site / editor.group(2)).read_bytes(), f"{editor.group(1)}:editor")
+            html = html[:editor.start(2)] + html[editor.end(2):]  # set to a blob: URL by the boot
+        for i, (name, (data, into)) in enumerate(sorted(files.items(), key=lambda kv: -len(kv[1][0])), 1):
             packed = base64.b64encode(gzipped(data, cache)).decode()
-            payloads.append(f'<script type="{PAYLOAD_TYPE}" data-name="{escape(name)}" data-bytes="{len(data)}">{packed}</script>')
+            target = f' data-url-into="{into}"' if into else ""
+            payloads.append(f'<script type="{PAYLOAD_TYPE}" data-name="{escape(name)}" data-bytes="{len(data)}"{target}>{packed}</script>')
             parts.append(Part(name, len(data), len(packed) + 80))
             say(f"[{i}/{len(files)}] {name}: {len(data) / 1e6:.2f} MB -> {len(packed) / 1e6:.2f} MB (gzip + base64)")
     html = html.replace("</body>", "\n".join(payloads) + "\n</body>", 1)

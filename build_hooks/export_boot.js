@@ -8,10 +8,30 @@
   const tw = (window.tw = window.tw || {});
   const EXPORT = __EXPORT__; // {sources: {name: text}, prelude, entry, payloadType, FILES}
 
+  const elements = () => [...document.querySelectorAll(`script[type="${EXPORT.payloadType}"]`)];
+
+  /** The worker's files: every payload but those the page itself uses. */
   function payloads() {
-    return [...document.querySelectorAll(`script[type="${EXPORT.payloadType}"]`)]
-      .map((el) => ({ name: el.dataset.name, base64: el.textContent }));
+    return elements().filter((el) => !el.dataset.urlInto).map((el) => ({ name: el.dataset.name, base64: el.textContent }));
   }
+
+  async function unpack(base64) {
+    const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64) : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    return new Response(new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"))).blob();
+  }
+
+  /** A page-side script loaded on demand (the code panel's editor): data-url-into="ID:KEY"
+   *  gives element ID's data-KEY the payload's blob: URL, where the page expects a path. */
+  function pageScripts() {
+    elements().filter((el) => el.dataset.urlInto).forEach(async (el) => {
+      const [id, key] = el.dataset.urlInto.split(":");
+      const blob = await unpack(el.textContent);
+      const target = document.getElementById(id);
+      if (target) target.dataset[key] = URL.createObjectURL(new Blob([blob], { type: "text/javascript" }));
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", pageScripts, { once: true });
+  else pageScripts();
 
   function worker() {
     const setup = `self.twExport = ${JSON.stringify({ sources: EXPORT.sources, FILES: EXPORT.FILES })};\n`;

@@ -114,6 +114,11 @@ def test_the_file_is_interactive_from_disk_with_no_request(browser, site, tmp_pa
         assert move_a_control(page, sel), instance
         assert_matches_cpython(page, sel)
 
+    roofline = '.tw-widget[data-widget="roofline"]'  # the code panel's editor is in the file too
+    page.click(f"{roofline} .tw-code-toggle")
+    page.wait_for_selector(f"{roofline} .tw-code[data-editor]", timeout=BOOT_MS)
+    assert page.get_attribute(f"{roofline} .tw-code", "data-editor") == "codemirror"
+
     choice = page.locator('.tw-q[data-kind="choice"]').first
     choice.locator("li[data-correct] button").click()
     progress = page.locator(".tw-quiz .tw-quiz-progress").text_content()
