@@ -17,13 +17,11 @@ Blob URL and compile WebAssembly from bytes it holds. So the exported file carri
 Compressing the runtime is the slow part (~3 s); the gzip of each file is kept in the cache
 by the sha256 of its bytes, so a rebuild with unchanged inputs costs ~0.3 s per page.
 
-Each chapter page links its file ("Descarrega el capítol"); on_post_build writes it next to
-the page as NAME.descarrega.html (not precached by the service worker: see offline.py).
+The site's chapter pages link their file, and `./dev export` writes one: downloads.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import gzip
 import hashlib
@@ -31,9 +29,6 @@ import json
 import os
 import posixpath
 import re
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 from html import escape, unescape
 from pathlib import Path
@@ -43,7 +38,6 @@ from . import assets
 
 HERE = Path(__file__).resolve().parent
 SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
-CHAPTER = re.compile(r"^cap\d+/[^/]+\.md$")  # the pages that offer their file
 PAYLOAD_TYPE = "application/x-tw-payload"
 FILES_MESSAGE = "tw-export:files"
 CORE = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")  # what loadPyodide loads
@@ -220,70 +214,3 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
     total = out.stat().st_size
     parts.insert(0, Part("pàgina (HTML, estils, scripts, figures)", 0, total - sum(p.stored for p in parts)))
     return parts
-
-
-# --- the site offers each chapter's file ---------------------------------------------------
-
-def download_name(page_html: str) -> str:
-    """cap15/index.html -> cap15.html; cap15/sense-formules.html -> cap15-sense-formules.html."""
-    folder, name = posixpath.split(page_html)
-    return folder.replace("/", "-") + ("" if name == "index.html" else "-" + name[: -len(".html")]) + ".html"
-
-
-def on_post_page(output: str, *, page, config, build) -> str:
-    if build.is_serve or not CHAPTER.match(page.file.src_uri):
-        return output  # under `mkdocs serve` no file is written, so no link either
-    name = posixpath.basename(page.file.dest_uri)
-    link = (f'<p class="tw-download"><a href="{name[:-5]}{SUFFIX}" download="{download_name(page.file.dest_uri)}">'
-            "Descarrega el capítol</a>: un sol fitxer HTML amb Python inclòs, interactiu sense connexió "
-            "(obre'l amb Chrome, Edge o un altre navegador basat en Chromium).</p>")
-    return re.sub(r"(</h1>)", r"\1" + link.replace("\\", "\\\\"), output, count=1)
-
-
-def on_post_build(*, config, build) -> None:
-    if build.is_serve:
-        return
-    site = Path(config["site_dir"])
-    cache = assets.cache_dir().parent / "export"
-    for page in sorted(site.rglob("*.html")):
-        if not page.name.endswith(SUFFIX) and 'class="tw-download"' in page.read_text():
-            rel = page.relative_to(site).as_posix()
-            export(site, rel, page.with_name(page.name[:-5] + SUFFIX), cache=cache)
-
-
-# --- ./dev export PAGE OUT.html ------------------------------------------------------------
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:6.2f} MB"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="./dev export", description="One chapter page as one self-contained HTML file.")
-    parser.add_argument("page", help="the page as in docs/, e.g. cap15/index.md")
-    parser.add_argument("out", type=Path, help="the HTML file to write")
-    parser.add_argument("--site", type=Path, help="an already built site (default: build one now, strict)")
-    args = parser.parse_args(argv)
-    say = lambda line: print(f"export: {line}", file=sys.stderr, flush=True)  # noqa: E731
-    with tempfile.TemporaryDirectory() as tmp:
-        site = args.site
-        if site is None:
-            site = Path(tmp) / "site"
-            say("construint el lloc (mkdocs build --strict)…")
-            done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
-                                  cwd=HERE.parent, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-            if done.returncode:
-                return done.returncode
-        try:
-            parts = export(site, args.page, args.out, cache=assets.cache_dir().parent / "export", say=say)
-        except (ExportError, OSError) as exc:
-            print(f"export: error: {exc}", file=sys.stderr)
-            return 1
-    print(f"{'part':<52} {'original':>10} {'al fitxer':>10}")
-    for p in parts:
-        print(f"{p.label:<52} {_mb(p.raw) if p.raw else '':>10} {_mb(p.stored):>10}")
-    print(f"{'total ' + str(args.out):<52} {'':>10} {_mb(args.out.stat().st_size):>10}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from build_hooks import export
+from build_hooks import downloads, export
 from test_browser import BOOT_MS, assert_matches_cpython, wait_idle
 
 PAGE = "cap15/index.html"
@@ -80,7 +80,7 @@ def test_every_chapter_page_offers_its_file(site):
 @pytest.mark.build
 def test_the_command_prints_a_breakdown_that_adds_up(site, tmp_path, capsys):
     out = tmp_path / "cap15.html"
-    assert export.main(["cap15/index.md", str(out), "--site", str(site)]) == 0
+    assert downloads.main(["cap15/index.md", str(out), "--site", str(site)]) == 0
     printed = capsys.readouterr()
     assert "[1/" in printed.err and "pyodide.asm.wasm" in printed.err  # progress while it writes
     rows = [line.split() for line in printed.out.splitlines()[1:-1]]
@@ -88,7 +88,7 @@ def test_the_command_prints_a_breakdown_that_adds_up(site, tmp_path, capsys):
     assert {"pyodide.asm.wasm", "python_stdlib.zip"} <= {row[0] for row in rows}
     assert sum(stored) == pytest.approx(out.stat().st_size / 1e6, abs=0.01 * len(rows))
     assert out.read_bytes() == (site / "cap15" / ("index" + export.SUFFIX)).read_bytes()  # the site's file, exactly
-    assert export.main(["cap15/nowhere.md", str(tmp_path / "x.html"), "--site", str(site)]) == 1
+    assert downloads.main(["cap15/nowhere.md", str(tmp_path / "x.html"), "--site", str(site)]) == 1
 
 
 @pytest.mark.browser
