@@ -194,7 +194,7 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
         html = html[:at] + _script(boot) + html[at:]
         files = {name: (data, "") for name, data in runtime_files(site, config).items()}
         editor = EDITOR.search(html)  # the code panel's editor, loaded when a panel opens
-        if editor:
+        if editor and 'data-enabled="false"' not in editor.group(0):
             files[posixpath.basename(editor.group(2))] = ((site / editor.group(2)).read_bytes(), f"{editor.group(1)}:editor")
             html = html[:editor.start(2)] + html[editor.end(2):]  # set to a blob: URL by the boot
         for i, (name, (data, into)) in enumerate(sorted(files.items(), key=lambda kv: -len(kv[1][0])), 1):
