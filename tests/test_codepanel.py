@@ -199,6 +199,25 @@ def test_the_edit_runs_offline(browser, server):
     context.close()
 
 
+
+def test_without_the_editor_a_textarea_edits_and_runs(watched, server):
+    page = watched.page
+    page.route("**/assets/tw/editor/*", lambda route: route.abort())  # the bundle cannot load
+    page.goto(server + PAGE)
+    ready(page)
+    open_panel(page)
+    assert page.get_attribute(f"{SEL} .tw-code", "data-editor") == "textarea"
+    shipped = page.input_value(f"{SEL} textarea.tw-code-plain")
+    assert page.text_content(f"{SEL} .tw-code-numbers").split("\n")[-1] == str(shipped.count("\n") + 1)
+    page.click(f"{SEL} .tw-code-edit")
+    page.fill(f"{SEL} textarea.tw-code-plain", shipped + EDIT)
+    run_edit(page)
+    assert page.get_attribute(SEL, "data-edited") == "true"
+    assert_edited_matches_cpython(page, shipped + EDIT)
+    page.fill(f"{SEL} textarea.tw-code-plain", shipped + "def (\n")
+    run_edit(page)
+    assert page.get_attribute(f"{SEL} .tw-code", "data-error-line") == str(shipped.count("\n") + 1)
+
 def test_the_no_formulas_track_hides_the_panel(site):
     html = (site / "cap15" / "sense-formules.html").read_text()
     assert '<div id="tw-code" hidden data-enabled="false"' in html
@@ -234,3 +253,27 @@ def test_a_tarball_with_another_hash_is_refused(tmp_path, monkeypatch):
     target.write_bytes(b"not the pinned tarball")
     with pytest.raises(assets.AssetError, match="crelt@1.0.7: sha256"):
         editor_assets.tarball(spec)
+
+
+from test_accessibility import TAGS, axe_source  # noqa: E402,F401 - the pinned axe-core, as a fixture
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_open_panel_passes_axe(browser, server, axe_source, scheme):  # noqa: F811
+    context = browser.new_context(color_scheme=scheme, service_workers="block")
+    context.add_init_script(axe_source)
+    page = context.new_page()
+    page.goto(server + PAGE)
+    ready(page)
+    open_panel(page)
+    page.click(f"{SEL} .tw-code-edit")
+    type_at_end(page, "def (\n")
+    run_edit(page)  # the error state too: its status and the marked line
+    assert page.get_attribute(f"{SEL} .tw-code", "data-error-line")
+    violations = page.evaluate("""async ([sel, tags]) => {
+        const r = await axe.run({ include: [[sel + ' .tw-code-toggle'], [sel + ' .tw-code-mark'], [sel + ' .tw-code']] },
+                                { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] });
+        return r.violations.map(v => [v.id, v.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary).join('; ')]);
+    }""", [SEL, TAGS])
+    context.close()
+    assert violations == [], "\n".join(f"{rule}: {nodes}" for rule, nodes in violations)

@@ -22,7 +22,6 @@ const siteStyle = HighlightStyle.define([
   { tag: [t.constant(t.variableName), t.standard(t.variableName), t.self], color: hl("constant") },
   { tag: [t.operator, t.definitionOperator, t.compareOperator, t.arithmeticOperator, t.logicOperator], color: hl("operator") },
   { tag: [t.punctuation, t.paren, t.bracket, t.brace, t.separator], color: hl("punctuation") },
-  { tag: [t.variableName, t.propertyName], color: hl("variable") },
   { tag: t.meta, color: hl("special") },
 ]);
 
@@ -56,7 +55,8 @@ export function create(parent, { doc, readOnly = true, label = "" }) {
         indentUnit.of("    "), EditorState.tabSize.of(4),
         keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
         python, syntaxHighlighting(siteStyle), errorLine, editable.of(lock(readOnly)),
-        EditorView.contentAttributes.of({ "aria-label": label }),
+        // focusable also when read-only: the code scrolls by keyboard (axe: scrollable-region-focusable)
+        EditorView.contentAttributes.of({ "aria-label": label, tabindex: "0" }),
       ],
     }),
   });
