@@ -15,6 +15,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "book"  # a second, small chapter: the guide's example grown up
+NOT_THE_BOOK = {".git", ".venv", "tests", "benchmarks", "site", "__pycache__", "textbook_ch15.egg-info"}
+
+import widgets_py  # noqa: E402
+
+# The fixture chapter's widgets join the registry here too (widgets_py.cap99), so every test
+# that walks the registry or the built site covers it like any chapter of the book.
+widgets_py.__path__.append(str(FIXTURE / "widgets_py"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -41,10 +49,30 @@ def port() -> int:
     return free_port()
 
 
+def book_with_fixture(dest: Path) -> Path:
+    """A copy of the project with the fixture chapter added as a contributor adds one: its
+    pages in docs/cap99/, its widgets in widgets_py/cap99/, its entry in the navigation."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for src in ROOT.iterdir():
+        if src.name not in NOT_THE_BOOK and not src.name.startswith("."):
+            if src.is_dir():
+                shutil.copytree(src, dest / src.name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(src, dest / src.name)
+    for part in ("docs", "widgets_py"):
+        shutil.copytree(FIXTURE / part, dest / part, dirs_exist_ok=True)
+    config = (dest / "mkdocs.yml").read_text()
+    assert config.rstrip().split("\n")[-1].startswith("  - "), "nav: must stay the last key of mkdocs.yml"
+    (dest / "mkdocs.yml").write_text(config.rstrip() + "\n" + (FIXTURE / "nav.yml").read_text())
+    return dest
+
+
 @pytest.fixture(scope="session")
 def site(tmp_path_factory, port) -> Path:
+    """The book and the fixture chapter, built strictly once per session."""
     dest = tmp_path_factory.mktemp("site")
-    done = build_site(dest, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
+    project = book_with_fixture(tmp_path_factory.mktemp("project"))
+    done = build_site(dest, project, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/", "PYTHONPATH": str(project)})
     assert done.returncode == 0, done.stderr[-3000:]
     return dest
 

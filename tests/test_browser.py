@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import book
 import tolerance
 from widgets_py import formatted, run
 from widgets_py.engine.registry import is_measured
@@ -95,41 +96,50 @@ def test_widget_goes_ready_responds_and_agrees_with_cpython(watched, server):
     assert watched.errors == []
 
 
-# One control per widget to move, and how: a select option or slider steps by keyboard.
-CHANGES = {
-    "roofline": ("select", "gpu", "a100-80gb"),
-    "kv_cache": ("keys", "variability", "ArrowLeft"),
-    "batching": ("keys", "slots", "ArrowLeft"),
-    "cost": ("select", "model", "mixtral-8x7b"),
-    "clock": ("keys", "repeats", "ArrowLeft"),
-    "quantize": ("select", "granularity", "tensor"),
-    "speculative": ("select", "coupling", "rejection"),
-    "sampling": ("keys", "top_k", "ArrowRight"),
-}
-STATIC_FIGURE = {"training"}  # its controls only set up the training button (tested below)
-
-
-def test_every_widget_responds_and_agrees_with_cpython(watched, server):
-    page = watched.page
-    page.goto(server + PAGE)
-    page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
-                           timeout=BOOT_MS)
-    names = page.eval_on_selector_all(".tw-widget", "ws => ws.map(w => w.dataset.widget)")
-    assert set(CHANGES) | STATIC_FIGURE == set(names)
-    for name in [n for n in names if n in CHANGES]:
-        sel = f'.tw-widget[data-widget="{name}"]'
-        how, control, arg = CHANGES[name]
-        before = page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")
-        if how == "select":
-            page.select_option(f"{sel} [name={control}]", arg)
+def move_a_control(page, sel: str) -> bool:
+    """Change the widget's controls one at a time (another option, a slider step, a box)
+    until its figure or its numbers change; False if none of them changes anything."""
+    before = page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")
+    controls = page.eval_on_selector_all(f"{sel} .tw-controls [name]:not([type=hidden])",
+                                         "els => els.map(e => [e.name, e.tagName, e.type, e.value, e.max])")
+    for name, tag, kind, value, top in controls:
+        control = f"{sel} [name={name}]"
+        if tag == "SELECT":
+            options = page.eval_on_selector_all(f"{control} option", "os => os.map(o => o.value)")
+            page.select_option(control, next(o for o in options if o != value))
+        elif kind == "checkbox":
+            page.click(control)
         else:
-            page.focus(f"{sel} [name={control}]")
-            page.keyboard.press(arg)
+            page.focus(control)
+            page.keyboard.press("ArrowLeft" if value == top else "ArrowRight")
         page.wait_for_function("s => document.querySelector(s).dataset.values", arg=sel, timeout=20_000)
         wait_idle(page, sel)
-        assert page.inner_html(f"{sel} .tw-figure") != before[0], name
-        assert page.inner_text(f"{sel} .tw-values") != before[1], name
-        assert_matches_cpython(page, sel)
+        if (page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")) != before:
+            return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def pages_with_widgets(site):
+    return book.widget_pages(site)
+
+
+def test_every_widget_of_every_chapter_responds_and_agrees_with_cpython(watched, server, pages_with_widgets):
+    page = watched.page
+    seen = set()
+    for url in pages_with_widgets:
+        page.goto(server + url)
+        page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
+                               timeout=BOOT_MS)
+        for instance, trainable in page.eval_on_selector_all(
+                ".tw-widget", "ws => ws.map(w => [w.dataset.instance, Boolean(w.querySelector('.tw-train'))])"):
+            if trainable:
+                continue  # its controls set up the training button (the training tests press it)
+            sel = f'.tw-widget[data-instance="{instance}"]'
+            assert move_a_control(page, sel), f"{url}: no control of {instance} changes its figure or numbers"
+            assert_matches_cpython(page, sel)
+            seen.add(page.get_attribute(sel, "data-widget"))
+    assert {"roofline", "kv_cache", "batching", "cost", "clock", "quantize", "speculative", "sampling", "kv_size"} <= seen
     assert watched.errors == []
     origin = server.rstrip("/")
     assert [u for u in watched.requests if not u.startswith((origin, "data:", "blob:"))] == []
@@ -191,8 +201,14 @@ def start_training(page, server, steps_seen: int) -> str:
     return TRAINING
 
 
+FIXED_ON_MINI = '.tw-fixed[data-fixed="quantize.degradation_int4"]'  # prose numbers computed from the mini-GPT
+
+
 def test_training_in_the_browser_beats_the_bigram_within_a_minute(watched, server):
     page = watched.page
+    page.goto(server + PAGE)
+    fixed_before = page.eval_on_selector_all(FIXED_ON_MINI, "ss => ss.map(s => s.textContent)")
+    assert fixed_before
     sel = start_training(page, server, 20)
     assert page.locator(f"{sel} .tw-train-progress").is_visible()
     page.wait_for_function("s => document.querySelector(s).dataset.trainElapsed", arg=sel, timeout=120_000)
@@ -202,6 +218,30 @@ def test_training_in_the_browser_beats_the_bigram_within_a_minute(watched, serve
     assert values["steps_trained"] == 500 and values["beats_bigram"]
     assert values["heldout_loss"] < values["bigram"]
     assert elapsed < 60, f"in-browser training took {elapsed:.1f} s"
+    # numbers in the prose at fixed parameters follow the new weights too, computed in the worker
+    page.wait_for_function("([q, before]) => JSON.stringify([...document.querySelectorAll(q)].map(s => s.textContent)) !== before",
+                           arg=[FIXED_ON_MINI, json.dumps(fixed_before, ensure_ascii=False)], timeout=90_000)
+    assert watched.errors == []
+
+
+def test_two_trainable_widgets_on_one_page_each_train(watched, server, site):
+    page = watched.page
+    pages = [p for p in book.widget_pages(site) if (site / p).read_text().count('class="tw-train"') >= 2]
+    assert pages, "the fixture chapter has a page with two trainable widgets"
+    for url in pages:
+        page.goto(server + url)
+        page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
+                               timeout=BOOT_MS)
+        trainers = page.eval_on_selector_all(".tw-widget", "ws => ws.filter(w => w.querySelector('.tw-train')).map(w => w.id)")
+        for wid in trainers:
+            page.click(f"#{wid} .tw-train-start")
+        for wid in trainers:
+            page.wait_for_function("s => document.querySelector(s).dataset.trainElapsed", arg=f"#{wid}", timeout=120_000)
+            assert "Entrenat al navegador" in page.text_content(f"#{wid} .tw-train-status")
+        for wid in trainers:
+            wait_idle(page, f"#{wid}")
+            steps = page.evaluate("s => window.tw.readParams(document.querySelector(s)).steps", f"#{wid}")
+            assert json.loads(page.get_attribute(f"#{wid}", "data-values"))["steps_trained"] == steps
     assert watched.errors == []
 
 

@@ -1,41 +1,44 @@
-"""The contributor's guide's worked example is real: its widget module builds into a page."""
+"""The contributor's guide's worked example is real: it is the suite's fixture chapter.
+
+The guide shows the widget module and the chapter's directives; `tests/fixtures/book` holds
+the same files, and conftest builds them into the site every chapter-wide test reads (see
+test_book.py), so the example cannot go stale without a test failing.
+"""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 
-import pytest
+from conftest import FIXTURE, ROOT, book_with_fixture
 
-from conftest import ROOT
-
-pytestmark = pytest.mark.build
+GUIDE = (ROOT / "docs" / "contribuir.md").read_text()
 
 
-def test_worked_example_widget_builds(tmp_path):
-    guide = (ROOT / "docs" / "contribuir.md").read_text()
-    code = re.search(r'```python title="widgets_py/kv_size.py"\n(.*?)```', guide, re.S).group(1)
-    project = tmp_path / "project"
-    for part in ("docs", "widgets_py", "build_hooks", "corpus", "includes", "mkdocs.yml"):
-        src = ROOT / part
-        if src.exists():  # includes/: snippets mkdocs.yml watches, when the site has them
-            (shutil.copytree if src.is_dir() else shutil.copy)(src, project / part)
-    (project / "widgets_py" / "kv_size.py").write_text(code)
-    with open(project / "widgets_py" / "widgets.py", "a") as f:
-        f.write("from . import kv_size  # noqa: E402,F401\n")
-    (project / "docs" / "exemple.md").write_text(
-        "# Exemple\n\nEl cache fa <!-- md:value kv_size.total_gb -->.\n\n<!-- md:widget kv_size -->\n")
-    env = {**os.environ, "PYTHONPATH": str(project), "NO_MKDOCS_2_WARNING": "1"}
+def block(title: str) -> str:
+    return re.search(rf'```\w+ title="{re.escape(title)}"\n(.*?)```', GUIDE, re.S).group(1)
+
+
+def test_guide_widget_module_is_the_fixture_chapters():
+    assert block("widgets_py/cap99/kv_size.py") == (FIXTURE / "widgets_py" / "cap99" / "kv_size.py").read_text()
+
+
+def test_guide_trainable_widget_is_the_fixture_chapters():
+    assert block("widgets_py/cap99/tiny_training.py") == (FIXTURE / "widgets_py" / "cap99" / "tiny_training.py").read_text()
+
+
+def test_guide_directives_are_on_the_fixture_pages():
+    page = (FIXTURE / "docs" / "cap99" / "index.md").read_text()
+    for line in block("docs/cap99/index.md").strip().splitlines():
+        assert line in page.splitlines(), line
+
+
+def test_worked_example_runs_from_the_command_line(tmp_path):
+    project = book_with_fixture(tmp_path / "project")
+    env = {**os.environ, "PYTHONPATH": str(project)}
     cli = subprocess.run([sys.executable, "-m", "widgets_py", "run", "kv_size", "tokens=8192"],
                          cwd=project, env=env, capture_output=True, text=True)
     assert cli.returncode == 0, cli.stderr
     assert '"total_gb": 2.68435456' in cli.stdout  # 2 · 80 · 8 · 128 · 8192 · 2 bytes
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    html = (tmp_path / "site" / "exemple.html").read_text()
-    assert 'data-widget="kv_size"' in html and 'data-state="static"' in html
-    assert '<span class="tw-live" data-live="kv_size.total_gb">2,68 GB</span>' in html

@@ -11,7 +11,7 @@ running answers; and its price, the long prompts' own time to first token.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,14 +54,12 @@ def workload(n: int, variability: float, gap_ms: float, seed: int, long_share: f
     return [Request(i, float(arrivals[i]), LONG_PROMPT if long[i] else PROMPT, int(outputs[i])) for i in range(n)]
 
 
-@lru_cache(maxsize=64)
 def served(requests: int, variability: int, gap: str, seed: int, slots: int, continuous: bool) -> Run:
-    """One run of the queue, memoised: the values, the grid and the slot sweep share runs."""
+    """One run of the queue."""
     decode_ms, prefill_ms = costs(slots)
     return simulate(workload(requests, variability / 100, float(gap), seed), slots, continuous, decode_ms, prefill_ms)
 
 
-@lru_cache(maxsize=64)
 def sustained(requests: int, variability: int, seed: int, slots: int, long_pct: int, chunk: int | None) -> Run:
     """The chunked-prefill scenario: continuous batching under load, long prompts mixed in."""
     decode_ms, prefill_ms = costs(slots)
@@ -75,19 +73,29 @@ def long_ttft_s(run: Run) -> float:
     return float(np.median(ttfts)) / 1e3 if ttfts else 0.0
 
 
+@dataclass(frozen=True)
+class State:
+    """What compute() built, for the values, the slot grid and the gain curve."""
+
+    values: dict
+    runs: dict  # continuous? -> Run of the queue at the chosen slots
+    gains: list  # continuous over static throughput, for each of SLOT_SWEEP
+
+
 def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, chunked: bool,
-             chunk_tokens: int, long_pct: int, seed: int) -> dict:
+             chunk_tokens: int, long_pct: int, seed: int) -> State:
     decode_ms, prefill_ms = costs(slots)
     queue = (requests, variability, arrival_gap_ms, seed, slots)
-    static = served(*queue, False).metrics(slots)
-    cont = served(*queue, True).metrics(slots)
+    runs = {False: served(*queue, False), True: served(*queue, True)}
+    static, cont = runs[False].metrics(slots), runs[True].metrics(slots)
     load = (requests, variability, seed, slots, long_pct)
     whole_run, chunk_run = sustained(*load, None), sustained(*load, chunk_tokens)
     whole, chunk = whole_run.metrics(slots), chunk_run.metrics(slots)
     current = chunk if chunked else whole
-    outputs = [r.output for r in served(*queue, True).requests]
+    outputs = [r.output for r in runs[True].requests]
     values = {f"static_{k}": v for k, v in static.items()} | {f"continuous_{k}": v for k, v in cont.items()}
-    return values | {
+    gains = gain_by_slots(requests, variability, arrival_gap_ms, seed, slots, runs)
+    return State(runs=runs, gains=gains, values=values | {
         "gain": cont["throughput"] / static["throughput"],
         "out_min": min(outputs), "out_max": max(outputs), "out_mean": float(np.mean(outputs)),
         "decode_ms": decode_ms, "prefill_ms_per_token": prefill_ms,
@@ -99,16 +107,20 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
         "long_ttft_whole_s": long_ttft_s(whole_run), "long_ttft_chunked_s": long_ttft_s(chunk_run),
         "long_requests": sum(r.prompt == LONG_PROMPT for r in whole_run.requests),
         "long_prompt": LONG_PROMPT, "sustained_gap_ms": SUSTAINED_GAP_MS,
-    }
+    })
 
 
-def gain_by_slots(p: dict) -> list[float]:
-    queue = (p["requests"], p["variability"], p["arrival_gap_ms"], p["seed"])
-    return [served(*queue, s, True).metrics(s)["throughput"] / served(*queue, s, False).metrics(s)["throughput"]
-            for s in SLOT_SWEEP]
+def gain_by_slots(requests: int, variability: int, gap: str, seed: int, slots: int, runs: dict) -> list[float]:
+    """The gain for each slot count of the sweep; the chosen one reuses `runs`."""
+    out = []
+    for s in SLOT_SWEEP:
+        pair = runs if s == slots else {c: served(requests, variability, gap, seed, s, c) for c in (False, True)}
+        out.append(pair[True].metrics(s)["throughput"] / pair[False].metrics(s)["throughput"])
+    return out
 
 
-def _grid(p: dict, v: dict) -> str:
+def _grid(p: dict, state: State) -> str:
+    v = state.values
     runs = [("Estàtic", False, "static"), ("Continu", True, "continuous")]
     width = max(v["static_iterations"], v["continuous_iterations"])
     slots = p["slots"]
@@ -123,7 +135,7 @@ def _grid(p: dict, v: dict) -> str:
         y0 = top + 22
         plot.parts.append(f'<rect class="tw-slot-empty" x="{plot.x(0)}" y="{y0}" '
                           f'width="{plot.x(v[key + "_iterations"]) - plot.x(0):.2f}" height="{slots * row_h:.2f}"/>')
-        for r in served(p["requests"], p["variability"], p["arrival_gap_ms"], p["seed"], slots, continuous).requests:
+        for r in state.runs[continuous].requests:
             x0, x1 = plot.x(r.start_iter), plot.x(r.finish_iter)
             cls = "tw-slot-used" if r.id % 2 else "tw-slot-used2"
             plot.parts.append(f'<rect class="{cls}" x="{x0}" y="{y0 + r.slot * row_h:.2f}" '
@@ -134,8 +146,8 @@ def _grid(p: dict, v: dict) -> str:
                        f"ocioses, continu {fmt.percent(v['continuous_idle'])}.")
 
 
-def _figure(p: dict, v: dict) -> tuple[str, str]:
-    gains = gain_by_slots(p)
+def _figure(p: dict, state: State) -> tuple[str, str]:
+    v, gains = state.values, state.gains
     top = max(4.5, max(gains) * 1.1)
     plot = Plot(height=240).scales((1, 64), (0, top), xlog=True)
     plot.axes(SLOT_SWEEP, [t for t in range(0, int(top) + 1)], "ranures del lot (escala log)", "guany (×)",
@@ -151,10 +163,11 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
                         "Guany per a " + ", ".join(f"{s}: {fmt.with_unit(g, 2, '×')}" for s, g in zip(SLOT_SWEEP, gains)))
     alt = (f"Guany de {fmt.with_unit(v['gain'], 2, '×')} amb {p['slots']} ranures: ranures ocioses "
            f"{fmt.percent(v['static_idle'])} en estàtic i {fmt.percent(v['continuous_idle'])} en continu.")
-    return _grid(p, v) + curve, alt
+    return _grid(p, state) + curve, alt
 
 
-def _tables(p: dict, v: dict) -> str:
+def _tables(p: dict, state: State) -> str:
+    v = state.values
     rows = ""
     for name, k in (("Estàtic", "static"), ("Continu", "continuous")):
         rows += (f"<tr><td>{name}</td><td>{fmt.number(v[k + '_throughput'])}</td><td>{fmt.number(v[k + '_iterations'])}</td>"
@@ -232,6 +245,7 @@ WIDGET = Widget(
     params=PARAMS,
     outputs=OUTPUTS,
     compute=batching,
+    values=lambda state: state.values,
     figure=_figure,
     tables=_tables,
     summary="Simula la mateixa cua amb batching estàtic i continu, iteració a iteració.",

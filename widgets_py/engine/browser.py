@@ -10,14 +10,7 @@ from ..models import trainer
 
 def render(name: str, params_json: str) -> str:
     """Run widget `name` with JSON params; return values, their Catalan text and the figure."""
-    result = registry.run(name, json.loads(params_json))
-    return json.dumps({
-        "values": result.values,
-        "text": registry.formatted(name, result.values),
-        "figure": result.figure,
-        "alt": result.alt,
-        "tables": result.tables,
-    }, ensure_ascii=False)
+    return json.dumps(registry.reply(name, json.loads(params_json)), ensure_ascii=False)
 
 
 def fixed(name: str, params_json: str) -> str:

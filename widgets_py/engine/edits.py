@@ -23,7 +23,7 @@ import traceback
 import types
 from pathlib import Path
 
-from . import browser, registry
+from . import registry
 from .widget import Widget
 
 _loaded: dict[str, tuple[str, Widget]] = {}  # key -> (sha256 of the code, its WIDGET)
@@ -87,7 +87,7 @@ def render(name: str, key: str, code: str, params_json: str) -> str:
     try:
         widget = load(name, key, code)
         with registry.substituted(name, widget):
-            return browser.render(name, params_json)
+            return json.dumps(registry.reply(name, json.loads(params_json)), ensure_ascii=False)
     except Exception as exc:  # the reader's code may raise anything: report it, keep the worker
         _loaded.pop(key, None)
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc)

@@ -105,6 +105,13 @@ def run(name: str, raw: dict[str, Any] | None = None) -> Result:
     return Result(values=_values(widget, state), figure=svg, alt=alt, tables=tables)
 
 
+def reply(name: str, raw: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One run as the browser gets it: values, their Catalan text, the figure and tables."""
+    result = run(name, raw)
+    return {"values": result.values, "text": formatted(name, result.values), "figure": result.figure,
+            "alt": result.alt, "tables": result.tables}
+
+
 def _plain(value: Any) -> Any:
     """numpy scalars -> Python scalars, so values serialise as plain JSON numbers."""
     return value.item() if hasattr(value, "item") and not isinstance(value, (list, dict)) else value

@@ -1,0 +1,44 @@
+"""What the built site holds, found rather than listed: chapters, their pages, widgets, quizzes.
+
+Every chapter-wide test reads the site through these helpers, so a new chapter (like the
+suite's fixture chapter, tests/fixtures/book) is covered without editing any test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from pathlib import Path
+
+WIDGET = re.compile(r'<div class="tw-widget" id="[^"]+" data-widget="([^"]+)" data-instance="([^"]+)" '
+                    r'data-state="([^"]+)" data-params="([^"]+)"[^>]*>')
+TWIN = re.compile(r'<a class="tw-twin" href="([^"#]+)#([^"]+)"|<a href="([^"#]+)#([^"]+)" class="tw-twin"')
+
+
+def chapter_pages(site: Path) -> list[str]:
+    """Pages of the chapters (folders capNN/), as paths relative to the site."""
+    return sorted(p.relative_to(site).as_posix() for p in site.glob("cap*/*.html"))
+
+
+def widgets(html: str) -> list[dict]:
+    """The widget instances of a page: name, instance, state and the params it was built with."""
+    return [{"name": m.group(1), "instance": m.group(2), "state": m.group(3), "params": json.loads(unescape(m.group(4)))}
+            for m in WIDGET.finditer(html)]
+
+
+def widget_pages(site: Path) -> list[str]:
+    return [p for p in chapter_pages(site) if widgets((site / p).read_text())]
+
+
+def quiz_pages(site: Path) -> list[str]:
+    return [p for p in chapter_pages(site) if 'class="tw-quiz"' in (site / p).read_text()]
+
+
+def twin_links(html: str) -> list[tuple[str, str]]:
+    """(href, anchor) of each link to the same section in the other track."""
+    return [(a or c, b or d) for a, b, c, d in TWIN.findall(html)]
+
+
+def ids(html: str) -> set[str]:
+    return set(re.findall(r'\bid="([^"]+)"', html))

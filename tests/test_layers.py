@@ -1,0 +1,74 @@
+"""The package shows its layers: engine, models, chapters; and no import cycle anywhere."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "widgets_py"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports() -> dict[str, set[str]]:
+    """Module -> the widgets_py modules it imports (statically, at any depth of its code)."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                target = (f"{base}.{node.module}" if node.module else base) if node.level else node.module
+                for alias in node.names:
+                    found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def test_the_import_graph_has_no_cycle():
+    graph, state, path = imports(), {}, []
+
+    def visit(n):
+        state[n] = "open"
+        path.append(n)
+        for m in sorted(graph[n]):
+            assert state.get(m) != "open", " -> ".join(path[path.index(m):] + [m])
+            if m not in state:
+                visit(m)
+        state[n] = "done"
+        path.pop()
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n)
+
+
+def test_layers_import_downwards_only():
+    """engine knows no chapter; models know no chapter; a chapter's widget imports no widget."""
+    for name, deps in imports().items():
+        layer = name.split(".")[1] if "." in name else ""
+        for dep in deps:
+            dep_layer = dep.split(".")[1] if "." in dep else ""
+            if layer in ("engine", "models"):
+                assert not re.match(r"cap\d+$", dep_layer), f"{name} imports the chapter module {dep}"
+            if re.match(r"cap\d+$", layer) and re.match(r"cap\d+$", dep_layer):
+                assert dep == f"widgets_py.{layer}", f"widget {name} imports {dep}"
+    assert {"widgets_py.engine.registry", "widgets_py.models.gpt", "widgets_py.cap15.roofline"} <= set(imports())
+
+
+def test_shared_modules_cite_no_chapter_section():
+    for path in [*(PACKAGE / "engine").glob("*.py"), *(PACKAGE / "models").glob("*.py")]:
+        for line in path.read_text().splitlines():
+            assert not re.search(r"§\s*\d", line) or "et al." in line, f"{path.name}: {line.strip()}"
