@@ -1,5 +1,7 @@
 """Mini-GPT: every layer's backward against finite differences; KV-cache inference."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,16 @@ def rel_err(a, b):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+MATMULS = ["blas"] + (["einsum"] if hasattr(gpt, "EINSUM") else [])  # einsum: the Pyodide path
+
+
+@pytest.fixture(params=MATMULS)
+def matmul(request, monkeypatch):
+    """Both ways gpt.py multiplies matrices must give the reference's numbers."""
+    monkeypatch.setattr(gpt, "EINSUM", request.param == "einsum", raising=False)
+    return request.param
 
 
 def check(forward, backward, inputs, rng):
@@ -70,7 +82,7 @@ def test_attention(rng):
     check(gpt.attention, gpt.attention_backward, (q, k, v), rng)
 
 
-def test_whole_model_gradients(rng):
+def test_whole_model_gradients(rng, matmul):
     cfg = gpt.GPTConfig(vocab=11, d=8, layers=2, heads=2, context=6)
     p = {k: v.astype(np.float64) + 0.1 * rng.standard_normal(v.shape) for k, v in gpt.init(cfg, 1).items()}
     idx = rng.integers(0, 11, (2, 6))
@@ -97,3 +109,183 @@ def test_prefill_plus_decode_equals_full_forward(rng):
     assert np.allclose(np.concatenate(steps), full, atol=1e-5)
     chunk, _ = gpt.extend(p, cfg, tokens[30:], gpt.extend(p, cfg, tokens[:30])[1])  # verify k at once
     assert np.allclose(chunk, full[30:], atol=1e-5)
+
+
+# ---- oracle: an independent float64 forward in picoGPT's style ------------------------
+# After jaymody/picoGPT gpt2.py: plain functions, no caches, its own layer norm, attention
+# and MLP, written from the maths rather than from widgets_py/models/gpt.py. Same parameter dict
+# and config semantics as our model: pre-norm blocks, ReLU MLP (not GELU), tied output head,
+# fixed sinusoidal positions (Vaswani et al. 2017, §3.5) scaled by 0.02 as gpt.py documents.
+
+def ref_positions(n_ctx, d):
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d))."""
+    pe = np.zeros((n_ctx, d))
+    for pos in range(n_ctx):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)
+            pe[pos, 2 * i], pe[pos, 2 * i + 1] = math.sin(angle), math.cos(angle)
+    return 0.02 * pe
+
+
+def ref_layer_norm(x, g, b, eps=1e-5):
+    mean = np.mean(x, axis=-1, keepdims=True)
+    variance = np.var(x, axis=-1, keepdims=True)
+    return g * (x - mean) / np.sqrt(variance + eps) + b
+
+
+def ref_softmax(x):
+    exp_x = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return exp_x / np.sum(exp_x, axis=-1, keepdims=True)
+
+
+def ref_attention(q, k, v, mask):  # [n_q, d_k], [n_k, d_k], [n_k, d_v], [n_q, n_k] -> [n_q, d_v]
+    return ref_softmax(q @ k.T / np.sqrt(q.shape[-1]) + mask) @ v
+
+
+def ref_mha(x, w_qkv, b_qkv, w_proj, b_proj, n_head):  # [n_seq, n_embd] -> [n_seq, n_embd]
+    qkv = x @ w_qkv + b_qkv  # [n_seq, 3 * n_embd]
+    q, k, v = np.split(qkv, 3, axis=-1)
+    heads = zip(np.split(q, n_head, axis=-1), np.split(k, n_head, axis=-1), np.split(v, n_head, axis=-1))
+    causal_mask = (1 - np.tri(x.shape[0])) * -1e10  # [n_seq, n_seq]: hide the future
+    out = np.hstack([ref_attention(qh, kh, vh, causal_mask) for qh, kh, vh in heads])
+    return out @ w_proj + b_proj
+
+
+def ref_ffn(x, w_fc, b_fc, w_out, b_out):  # [n_seq, n_embd] -> [n_seq, n_embd]
+    return np.maximum(x @ w_fc + b_fc, 0) @ w_out + b_out
+
+
+def ref_gpt(inputs, params, n_head, n_layer):  # [n_seq] -> [n_seq, n_vocab]
+    P = {name: value.astype(np.float64) for name, value in params.items()}
+    x = P["wte"][inputs] + ref_positions(len(inputs), P["wte"].shape[1])
+    for i in range(n_layer):
+        h = lambda name: P[f"h{i}.{name}"]  # noqa: E731
+        x = x + ref_mha(ref_layer_norm(x, h("ln1.w"), h("ln1.b")), h("qkv.w"), h("qkv.b"), h("proj.w"),
+                        h("proj.b"), n_head)
+        x = x + ref_ffn(ref_layer_norm(x, h("ln2.w"), h("ln2.b")), h("fc.w"), h("fc.b"), h("out.w"), h("out.b"))
+    return ref_layer_norm(x, P["lnf.w"], P["lnf.b"]) @ P["wte"].T
+
+
+def trained_like(cfg, seed):
+    """float32 params at the scale of a trained model: attention far from uniform, so a wrong
+    score scale or mask shows (gpt.init's N(0, 0.02) would make every score nearly 0)."""
+    rng = np.random.default_rng(seed)
+    p = gpt.init(cfg, seed)
+    return {name: (v + rng.normal(0, 0.1 if name.endswith((".ln1.w", ".ln2.w", "lnf.w")) else 0.4, v.shape))
+            .astype(np.float32) for name, v in p.items()}
+
+
+# float32 against float64: ~1e-7 relative per operation, grown through a few layers
+ORACLE_RTOL, ORACLE_ATOL = 2e-4, 2e-4
+
+
+def oracle_case(cfg, seed):
+    p = trained_like(cfg, seed)
+    tokens = np.random.default_rng(seed).integers(0, cfg.vocab, cfg.context)
+    ref = ref_gpt(tokens, p, cfg.heads, cfg.layers)  # [T, V] float64
+    assert np.abs(ref).max() > 1 and ref.std(-1).mean() > 0.3  # logits far from flat: the test has teeth
+    return p, tokens, ref
+
+
+ORACLE_CONFIGS = [
+    gpt.GPTConfig(vocab=13, d=16, layers=2, heads=4, context=24),
+    gpt.GPTConfig(vocab=40, d=32, layers=3, heads=4, context=128),  # the target's shape, full window
+    gpt.GPTConfig(vocab=7, d=12, layers=1, heads=3, context=9, mlp=2),  # odd head size, narrow MLP
+]
+
+
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=lambda c: f"d{c.d}L{c.layers}H{c.heads}T{c.context}")
+def test_forward_matches_the_float64_reference(cfg, matmul):
+    p, tokens, ref = oracle_case(cfg, 5)
+    ours = gpt.forward(p, cfg, tokens[None])[0]
+    np.testing.assert_allclose(ours, ref, rtol=ORACLE_RTOL, atol=ORACLE_ATOL * np.abs(ref).max())
+    batch = np.stack([tokens, tokens[::-1]])  # rows of a batch do not mix
+    np.testing.assert_allclose(gpt.forward(p, cfg, batch)[1], ref_gpt(tokens[::-1], p, cfg.heads, cfg.layers),
+                               rtol=ORACLE_RTOL, atol=ORACLE_ATOL * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=lambda c: f"d{c.d}L{c.layers}H{c.heads}T{c.context}")
+def test_kv_cache_decoding_matches_the_reference_at_every_position(cfg, matmul):
+    p, tokens, ref = oracle_case(cfg, 6)
+    logits, kv = gpt.extend(p, cfg, tokens[:1])  # prefill of one token, then one at a time
+    rows = [logits]
+    for t in tokens[1:]:
+        logits, kv = gpt.extend(p, cfg, [t], kv)
+        rows.append(logits)
+    assert all(k.shape[-2] == cfg.context for k, _ in kv)  # the cache grew one row per token
+    np.testing.assert_allclose(np.concatenate(rows), ref, rtol=ORACLE_RTOL, atol=ORACLE_ATOL * np.abs(ref).max())
+    cut = cfg.context // 3  # prefill a chunk, verify the rest at once (speculative decoding's pass)
+    chunk, _ = gpt.extend(p, cfg, tokens[cut:], gpt.extend(p, cfg, tokens[:cut])[1])
+    np.testing.assert_allclose(chunk, ref[cut:], rtol=ORACLE_RTOL, atol=ORACLE_ATOL * np.abs(ref).max())
+
+
+def test_positions_are_the_sinusoids():
+    np.testing.assert_allclose(gpt.positions(0, 128, 32), ref_positions(128, 32), atol=1e-6)
+    np.testing.assert_allclose(gpt.positions(37, 5, 12), ref_positions(42, 12)[37:], atol=1e-7)
+
+
+# ---- properties the mutation run asked for ----------------------------------------------
+
+def test_init_is_gpt2_style_float32_and_seeded():
+    """N(0, 0.02) weights, residual projections N(0, 0.02/sqrt(2·layers)), zero biases, unit
+    LN gains; float32 (Pyodide has no BLAS: float64 would double the browser's cost)."""
+    cfg = gpt.GPTConfig(vocab=50, d=64, layers=3, heads=4)
+    p = gpt.init(cfg, 7)
+    assert all(v.dtype == np.float32 for v in p.values())
+    proj = 0.02 / math.sqrt(2 * cfg.layers)
+    for name, v in p.items():
+        if name.endswith((".b",)):
+            assert not v.any(), name
+        elif name.endswith(("ln1.w", "ln2.w")) or name == "lnf.w":
+            assert (v == 1).all(), name
+        else:
+            std = proj if name.endswith(("proj.w", "out.w")) else 0.02
+            assert abs(v.mean()) < 0.1 * std and v.std() == pytest.approx(std, rel=0.1), name
+    again, other = gpt.init(cfg, 7), gpt.init(cfg, 8)
+    assert all(np.array_equal(p[k], again[k]) for k in p) and not np.array_equal(p["wte"], other["wte"])
+
+
+def test_parameter_and_mac_counts():
+    """n_params by the layer-by-layer formula; one MAC per token per entry of a weight matrix
+    (qkv, proj, fc, out, and the tied head)."""
+    cfg = gpt.GPTConfig(vocab=50, d=16, layers=3, heads=4, mlp=3)
+    p = gpt.init(cfg, 0)
+    d, h = cfg.d, cfg.mlp * cfg.d
+    per_layer = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (d * h + h) + (h * d + d)
+    assert gpt.n_params(p) == cfg.vocab * d + cfg.layers * per_layer + 2 * d
+    assert gpt.macs_per_token(cfg) == sum(v.size for v in p.values() if v.ndim == 2)
+
+
+def test_float32_in_float32_out():
+    cfg = gpt.GPTConfig(vocab=9, d=8, layers=1, heads=2, context=6)
+    p = trained_like(cfg, 0)
+    idx = np.random.default_rng(0).integers(0, 9, (2, 6))
+    assert gpt.positions(0, 6, 8).dtype == np.float32
+    logits, _, cache = gpt.forward(p, cfg, idx, idx)
+    assert logits.dtype == np.float32 and gpt.extend(p, cfg, idx[0])[0].dtype == np.float32
+    assert all(g.dtype == np.float32 for g in gpt.backward(p, cfg, cache).values())
+
+
+def test_relu_gradient_is_zero_at_zero():
+    out, on = gpt.relu(np.array([-1.0, 0.0, 2.0]))
+    assert out.tolist() == [0, 0, 2] and gpt.relu_backward(np.ones(3), on).tolist() == [0, 0, 1]
+
+
+def test_softmaxes_are_stable_row_by_row():
+    """Each row subtracts its own max: a row of huge scores must not underflow the others."""
+    q = np.zeros((1, 1, 2, 4))
+    q[0, 0, 0] = 400.0  # query 0: scores ~ 10^5; query 1: scores 0
+    k = np.ones((1, 1, 2, 4))
+    out, _ = gpt.attention(q, k, np.ones((1, 1, 2, 4)))
+    assert np.isfinite(out).all() and np.allclose(out, 1)
+    cfg = gpt.GPTConfig(vocab=6, d=8, layers=1, heads=2, context=5)
+    p = trained_like(cfg, 1)
+    p["wte"][0] *= 3000  # token 0's logit is ~±10^4 at some positions, ~1 elsewhere
+    idx = np.array([[0, 1, 2, 3, 4]])
+    targets = np.array([[1, 2, 3, 4, 5]])
+    ref = ref_gpt(idx[0], p, cfg.heads, cfg.layers)
+    m = ref.max(-1, keepdims=True)
+    ref_loss = -(ref - m - np.log(np.exp(ref - m).sum(-1, keepdims=True)))[np.arange(5), targets[0]].mean()
+    _, loss, cache = gpt.forward(p, cfg, idx, targets)
+    assert np.isfinite(loss) and loss == pytest.approx(ref_loss, rel=1e-3)
+    assert all(np.isfinite(g).all() for g in gpt.backward(p, cfg, cache).values())

@@ -6,12 +6,12 @@ Two couplings of draft and target:
   u_i, so the output is token for token what the target alone samples with that seed;
 - rejection (Leviathan et al. 2023): keep draft token x with probability min(1, p/q),
   otherwise sample from (p - q)+ normalised; the output *distribution* is the target's.
-A verification is one forward of the target over the k proposed tokens (`gpt.extend`).
+A verification is one `extend` of the target over the k proposed tokens. `speculate`
+takes the two models as arguments (anything with `extend` and `trim`), so tests can
+plug in tiny random GPTs or context-free unigram models; the widget uses the trained ones.
 """
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 import numpy as np
 
@@ -21,7 +21,36 @@ from ..engine.params import Output, Param
 from ..engine.widget import Widget
 from ..engine.svg import Plot
 
-PROMPT_CHARS = 40
+PROMPT_CHARS = 32  # + at most 96 generated tokens: every position stays < 128, the trained window
+
+
+class GPTModel:
+    """A mini-GPT as `speculate` sees it: extend a KV cache, trim it back after a rejection."""
+
+    def __init__(self, cfg: gpt.GPTConfig, params: dict):
+        self.cfg, self.params = cfg, params
+
+    @property
+    def context(self) -> int:
+        return self.cfg.context  # positions it was trained on: 0 .. context - 1
+
+    def extend(self, tokens, kv=None):
+        """Logits [T, V] after each new token, and the grown cache; refuses untrained positions."""
+        past = 0 if kv is None else kv[0][0].shape[-2]
+        if past + len(tokens) > self.cfg.context:
+            raise ValueError(f"positions {past}..{past + len(tokens) - 1} lie beyond the model's "
+                             f"trained context of {self.cfg.context} tokens")
+        return gpt.extend(self.params, self.cfg, tokens, kv)
+
+    @staticmethod
+    def trim(kv, n: int):
+        """Keep the cache rows of the first n tokens."""
+        return [(k[..., :n, :], v[..., :n, :]) for k, v in kv]
+
+
+def models(draft_every: str) -> tuple[GPTModel, GPTModel]:
+    """(target, draft): the trained pair of the widget."""
+    return GPTModel(*pretrained.load("target")[:2]), GPTModel(*pretrained.load(f"draft-{draft_every}")[:2])
 
 
 def probs(logits: np.ndarray, temperature: float) -> np.ndarray:
@@ -31,98 +60,107 @@ def probs(logits: np.ndarray, temperature: float) -> np.ndarray:
 
 
 def inverse_cdf(p: np.ndarray, u: float) -> int:
+    """The token whose CDF interval holds u: the first i with u < p_0 + ... + p_i."""
     return int(min(np.searchsorted(np.cumsum(p), u * p.sum(), side="right"), len(p) - 1))
 
 
-def trim(kv, n: int):
-    return [(k[..., :n, :], v[..., :n, :]) for k, v in kv]
+def check_context(pair, prompt, n: int) -> None:
+    """The last position evaluated is len(prompt) + n - 1: it must lie inside every model's window."""
+    for model in pair:
+        if len(prompt) + n > model.context:
+            raise ValueError(f"a prompt of {len(prompt)} tokens + {n} generated exceeds the "
+                             f"model's trained context of {model.context} tokens")
 
 
-def target_alone(prompt, n: int, temperature: float, seed: int) -> list[int]:
-    cfg, p, _ = pretrained.load("target")
+def target_alone(target, prompt, n: int, temperature: float, seed: int) -> list[int]:
+    """What the target samples by itself: u_i -> token by inverse CDF, one pass per token."""
+    check_context((target,), prompt, n)
     u = np.random.default_rng(seed).random(n)  # [n] one uniform per output position
-    logits, kv = gpt.extend(p, cfg, prompt)
+    logits, kv = target.extend(prompt)
     out = []
     for i in range(n):
         out.append(inverse_cdf(probs(logits[-1], temperature), u[i]))
-        logits, kv = gpt.extend(p, cfg, [out[-1]], kv)
+        if i + 1 < n:
+            logits, kv = target.extend([out[-1]], kv)
     return out
 
 
-def speculate(prompt, n: int, k: int, coupling: str, draft: str, temperature: float, seed: int) -> dict:
-    """Generate n tokens; `shown` lists (token, mark) including the rejected proposals."""
-    tcfg, tp, _ = pretrained.load("target")
-    dcfg, dp, _ = pretrained.load(draft)
+def draw(p: np.ndarray, coupling: str, u: float, rng: np.random.Generator) -> int:
+    """One token from p: by inverse CDF of the shared u (exact), or from the coupling's own rng."""
+    return inverse_cdf(p, u) if coupling == "exact" else int(rng.choice(len(p), p=p))
+
+
+def judge(p: np.ndarray, q: np.ndarray, x: int, coupling: str, u: float, rng) -> tuple[bool, int]:
+    """Does the target keep draft token x (drawn from q)? (kept, token emitted here)."""
+    if coupling == "exact":  # kept only if it is the target's own choice for this u
+        choice = inverse_cdf(p, u)
+        return choice == x, choice
+    if rng.random() < min(1.0, p[x] / q[x]):  # keep with probability min(1, p/q)
+        return True, x
+    residual = np.maximum(p - q, 0.0)  # else sample the residual (p - q)+, normalised
+    return False, int(rng.choice(len(p), p=residual / residual.sum()))
+
+
+def speculate(target, draft, prompt, n: int, k: int, coupling: str, temperature: float, seed: int) -> dict:
+    """Generate n tokens, k proposals per target pass.
+
+    `shown` lists (token, mark) including the rejected proposals; `rounds` has one record
+    per target pass: tokens proposed, accepted, and emitted (accepted + the target's own).
+    """
+    check_context((target, draft), prompt, n)
     u = np.random.default_rng(seed).random(n)  # the target-alone stream, one per position
     rng = np.random.default_rng(seed + 1)  # the rejection coupling's own randomness
-    t_last, t_kv = gpt.extend(tp, tcfg, prompt)  # prefill both models on the prompt
-    d_last, d_kv = gpt.extend(dp, dcfg, prompt)
-    out, shown, pending = [], [], []  # pending: emitted, not yet in the caches
-    passes = proposed = accepted = 0
+    t_first, t_kv = target.extend(prompt)  # prefill both models on the prompt
+    d_logits, d_kv = draft.extend(prompt)
+    out, shown, rounds, pending = [], [], [], []  # pending: emitted, not yet in the caches
     while len(out) < n:
-        m = min(k, n - len(out))
+        base, m = len(out), min(k, n - len(out))
+        if pending:
+            d_logits, d_kv = draft.extend(pending, d_kv)
         xs, qs = [], []
-        d_logits, d_kv = gpt.extend(dp, dcfg, pending, d_kv) if pending else (d_last, d_kv)
         for j in range(m):  # the draft proposes m tokens, one cheap step each
-            q = probs(d_logits[-1], temperature)
-            x = inverse_cdf(q, u[len(out) + j]) if coupling == "exact" else int(rng.choice(len(q), p=q))
-            xs.append(x)
-            qs.append(q)
-            d_logits, d_kv = gpt.extend(dp, dcfg, [x], d_kv)
-        proposed += m
-        rows, t_kv = gpt.extend(tp, tcfg, pending + xs, t_kv)  # one target pass verifies all m
-        passes += 1
-        ps = [probs(r, temperature) for r in (rows[len(pending) - 1:] if pending else np.vstack([t_last[-1:], rows]))]
-        base, n_ok = len(out), 0
+            qs.append(probs(d_logits[-1], temperature))
+            xs.append(draw(qs[-1], coupling, u[base + j], rng))
+            d_logits, d_kv = draft.extend([xs[-1]], d_kv)
+        rows, t_kv = target.extend(pending + xs, t_kv)  # one target pass verifies all m
+        # [m + 1, V]: the target's law at each proposal, and one more after the last
+        ps = probs(np.vstack([t_first[-1:], rows])[len(pending):], temperature)
+        n_ok = 0
         for j, x in enumerate(xs):
-            p, pos = ps[j], base + j
-            if coupling == "exact":  # the target's own choice for this position's u
-                choice = inverse_cdf(p, u[pos])
-                ok = choice == x
-            else:  # keep with probability min(1, p/q), else sample the residual (p - q)+
-                ok = rng.random() < min(1.0, p[x] / qs[j][x])
-                residual = np.maximum(p - qs[j], 0.0)
-                choice = x if ok else int(rng.choice(len(p), p=residual / residual.sum()))
-            if not ok:
-                out.append(choice)
-                shown += [(x, "rejected"), (choice, "resampled")]
+            kept, token = judge(ps[j], qs[j], x, coupling, u[base + j], rng)
+            out.append(token)
+            if not kept:
+                shown += [(x, "rejected"), (token, "resampled")]
                 break
-            out.append(x)
             shown.append((x, "accepted"))
             n_ok += 1
-        accepted += n_ok
         if n_ok == m and len(out) < n:  # every proposal kept: one more token comes free
-            p = ps[m]
-            out.append(inverse_cdf(p, u[len(out)]) if coupling == "exact" else int(rng.choice(len(p), p=p)))
+            out.append(draw(ps[m], coupling, u[len(out)], rng))
             shown.append((out[-1], "bonus"))
+        rounds.append({"proposed": m, "accepted": n_ok, "emitted": len(out) - base})
         valid = len(prompt) + base + n_ok  # cache rows that hold kept tokens
-        t_kv, d_kv = trim(t_kv, valid), trim(d_kv, valid)
+        t_kv, d_kv = target.trim(t_kv, valid), draft.trim(d_kv, valid)
         pending = out[base + n_ok:]
-        t_last = rows[-1:]
-    return {"tokens": out[:n], "shown": shown, "passes": passes, "proposed": proposed, "accepted": accepted}
+    return {"tokens": out, "shown": shown, "rounds": rounds, "passes": len(rounds),
+            "proposed": sum(r["proposed"] for r in rounds), "accepted": sum(r["accepted"] for r in rounds)}
 
 
-def prompt_tokens() -> np.ndarray:
-    return corpus.data()[1][:PROMPT_CHARS]
-
-
-@lru_cache(maxsize=8)
-def speculated(tokens: int, k: int, coupling: str, draft_every: str, temperature: float, seed: int,
-               generation: int) -> dict:
-    """One speculative run, shared by the values and the figure (keyed by the weights' generation)."""
-    return speculate(list(prompt_tokens()), tokens, k, coupling, f"draft-{draft_every}", temperature, seed)
+def prompt_tokens() -> list[int]:
+    return corpus.data()[1][:PROMPT_CHARS].tolist()
 
 
 def speculative(k: int, coupling: str, draft_every: str, temperature: float, tokens: int, seed: int) -> dict:
-    prompt = list(prompt_tokens())
-    run = speculated(tokens, k, coupling, draft_every, temperature, seed, pretrained.generation())
-    alone = target_alone(prompt, tokens, temperature, seed)
+    target, draft = models(draft_every)
+    prompt = prompt_tokens()
+    run = speculate(target, draft, prompt, tokens, k, coupling, temperature, seed)
+    alone = target_alone(target, prompt, tokens, temperature, seed)
     return {
         "target_passes": run["passes"], "draft_steps": run["proposed"],
         "acceptance": run["accepted"] / run["proposed"],
         "tokens_per_pass": tokens / run["passes"],
         "identical": run["tokens"] == alone, "passes_alone": tokens,
         "text": corpus.decode(run["tokens"]), "text_alone": corpus.decode(alone),
+        "shown": [[corpus.vocab()[t], mark] for t, mark in run["shown"]],  # the figure's rounds, plain JSON
     }
 
 
@@ -131,16 +169,15 @@ MARKS = {"accepted": ("tw-s3", "acceptat"), "rejected": ("tw-cut", "rebutjat"),
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
-    run = speculated(p["tokens"], p["k"], p["coupling"], p["draft_every"], p["temperature"], p["seed"],
-                     pretrained.generation())
+    shown = v["shown"]
     per_row, size = 24, 24
-    rows = -(-len(run["shown"]) // per_row)
-    plot = Plot(height=40 + rows * (size + 8) + 28, left=10, right=10, top=10, bottom=10).scales((0, 1), (0, 1))
-    for i, (tok, mark) in enumerate(run["shown"]):
+    rows = -(-len(shown) // per_row)
+    plot = Plot(height=20 + rows * (size + 8) + 24)  # token rows, then the legend's row
+    for i, (char, mark) in enumerate(shown):
         x, y = 10 + (i % per_row) * (size + 2), 10 + (i // per_row) * (size + 8)
         cls = MARKS[mark][0]
         plot.parts.append(f'<rect class="tw-tok {cls}" x="{x}" y="{y}" width="{size}" height="{size}" rx="3"/>')
-        char = {" ": "␣", "\n": "↵"}.get(corpus.vocab()[tok], corpus.vocab()[tok])
+        char = {" ": "␣", "\n": "↵"}.get(char, char)
         plot.text(x + size / 2, y + size / 2 + 5, char, "middle", "tw-tok-text" + (" tw-struck" if mark == "rejected" else ""))
     y = 20 + rows * (size + 8)
     for j, (mark, (cls, label)) in enumerate(MARKS.items()):
