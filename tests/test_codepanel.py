@@ -214,6 +214,11 @@ def test_without_the_editor_a_textarea_edits_and_runs(watched, server):
     run_edit(page)
     assert page.get_attribute(SEL, "data-edited") == "true"
     assert_edited_matches_cpython(page, shipped + EDIT)
+    assert "No s'ha pogut desar" not in page.text_content(f"{SEL} .tw-code-status")
+    page.evaluate("() => { Storage.prototype.setItem = () => { throw new DOMException('full', 'QuotaExceededError'); }; }")
+    page.fill(f"{SEL} textarea.tw-code-plain", shipped + EDIT + "# encara\n")
+    run_edit(page)
+    assert "No s'ha pogut desar" in page.text_content(f"{SEL} .tw-code-status")  # said, not silently lost
     page.fill(f"{SEL} textarea.tw-code-plain", shipped + "def (\n")
     run_edit(page)
     assert page.get_attribute(f"{SEL} .tw-code", "data-error-line") == str(shipped.count("\n") + 1)

@@ -25,9 +25,10 @@
     mark: "codi editat",
     loading: "Demanant el codi a Python…",
     shipped: (file) => `${file}: el mòdul tal com s'executa al teu navegador. Pots editar-lo i executar-lo aquí.`,
-    editing: "Edita el codi i prem «Executa»: el widget es recalcularà amb la teva versió (només aquí).",
+    editing: "Edita el codi i prem «Executa»: el widget es recalcularà amb la teva versió (només aquí). Per sortir de l'editor amb el teclat: Esc i després Tab.",
     running: "Executant el teu codi…",
     ok: "El widget usa el teu codi. «Restaura» torna al codi original.",
+    notSaved: "No s'ha pogut desar l'edició en aquest navegador: durarà només mentre la pàgina estigui oberta.",
     error: (e) => `${e.line ? `Línia ${e.line}: ` : ""}${e.kind}: ${e.message}. Es manté la darrera figura bona.`,
     stopped: "Aturat. El widget torna al codi original; el teu codi és a l'editor.",
     restored: "Codi original restaurat.",
@@ -239,7 +240,7 @@
       const code = this.editor.value;
       if (code === this.shipped.source) return this.restore();
       this.code = this.draft = code;
-      store(this.w, { code, applied: true });
+      this.saved = store(this.w, { code, applied: true });
       this.refresh();
       this.host.recompute();
     }
@@ -260,7 +261,7 @@
         this.say(TEXT.error(data.error), data.error);
         throw Object.assign(new Error(TEXT.error(data.error)), data.error);
       }
-      this.say(TEXT.ok);
+      this.say(this.saved === false ? `${TEXT.ok} ${TEXT.notSaved}` : TEXT.ok);
       return data;
     }
 
