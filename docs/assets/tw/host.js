@@ -109,6 +109,7 @@
     document.dispatchEvent(new Event("tw:idle")); // offline.js may now precache the site
     page.trainers.forEach((t) => t.enable());
     page.widgets.filter((w) => page.rerun || w.dataset.autorun || w.dataset.fromUrl || w.dataset.edited).forEach(request);
+    if (page.rerun) refreshFixed(); // a fresh worker has the shipped weights again (a retrain is gone)
   }
 
   function fail(error) {
