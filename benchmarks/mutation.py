@@ -25,6 +25,7 @@ MODULES = {  # module -> (its file, the unit tests that own it)
     "speculative": ("widgets_py/cap15/speculative.py", ["tests/test_speculative.py"]),
     "sampling": ("widgets_py/cap15/sampling.py", ["tests/test_sampling.py"]),
     "quantize": ("widgets_py/cap15/quantize.py", ["tests/test_quantize.py"]),
+    "numformats": ("widgets_py/models/numformats.py", ["tests/test_quantize.py"]),  # quantize's rounding
 }
 KILLED = {"killed", "timeout"}  # a mutant that hangs is caught too (mutmut's own count)
 

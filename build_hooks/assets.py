@@ -50,6 +50,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def progress(message: str) -> None:
+    """A line on stderr for anything slow (a first download): a build never looks stuck."""
+    print(f"textbook: {message}", file=sys.stderr, flush=True)
+
+
 def _from_cdn(name: str) -> bytes:
     with urllib.request.urlopen(CDN + name, timeout=20) as response:
         return response.read()
@@ -115,6 +120,7 @@ def fetch(name: str, sources=SOURCES) -> Path:
         looked.append(f"cache {target}: absent")
     if not mismatch:
         for where, get in sources:
+            progress(f"{name}: not cached yet, downloading from {where} …")
             try:
                 data = get(name)
             except Exception as exc:  # an unreachable source is normal offline; note it and go on
@@ -129,6 +135,7 @@ def fetch(name: str, sources=SOURCES) -> Path:
             partial = target.with_suffix(target.suffix + ".part")
             partial.write_bytes(data)
             partial.replace(target)  # atomic: a crash never leaves a half-written cache file
+            progress(f"{name}: {len(data) / 1e6:.1f} MB, sha256 verified, cached in {target.parent}")
             return target
     raise AssetError(
         f"{name}: no copy with the pinned sha256 {expected}. Looked in: " + "; ".join(looked)

@@ -1,45 +1,113 @@
-"""Offline reading after one visit: a versioned service worker that precaches the site.
+"""Offline reading after one visit, and one build at a time: a content-versioned service worker.
 
 Only for `mkdocs build`: under `mkdocs serve` a cache-first worker would hide the edits
-that live reload is meant to show, so pages get no registration flag there.
+that live reload is meant to show, so pages get no service worker there.
+
+- Every page loads `assets/tw/offline.js` from <head> (before Python boots), so the worker
+  controls the page, and Pyodide's worker, early: what the page downloads goes into the
+  offline cache on its way, and the precache afterwards fetches only what is still missing.
+- `sw.js` lists each precached file with a hash of its bytes; its version is a hash of that
+  list. The same source builds the same bytes (see reference.py), so a rebuild without a
+  change leaves sw.js byte-identical and costs readers nothing; after a change, a new cache
+  copies the unchanged files from the old one and downloads only the changed ones.
+- Our own scripts and styles are linked as `NAME?v=HASH` of their bytes, so no HTTP cache
+  can pair a page with another build's scripts.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 TEMPLATE = Path(__file__).with_name("sw.js")
-FLAG = '<meta name="tw-sw" content="sw.js">'
+SCRIPT = "assets/tw/offline.js"
+NOT_FOUND = "404.html"
+OWN_ASSET = re.compile(r'((?:src|href)="[^"?#]*?assets/tw/([\w.-]+\.(?:js|css)))"')
+NEVER_REQUESTED = re.compile(r".*\.map$|sitemap\.xml\.gz$|_headers$|nginx-headers\.conf$"  # for hosts and tools: no page asks
+                             r"|.*\.descarrega\.html$")  # a chapter as one file (export.py): downloaded, not read here
+LUNR = "assets/javascripts/lunr/"
 
 
-def on_post_page(output: str, *, page, config, build) -> str:
-    if build.is_serve:
+def _serving(build) -> bool:
+    return build is not None and build.is_serve
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def versioned(output: str, docs_dir: Path) -> str:
+    """`assets/tw/host.js"` -> `assets/tw/host.js?v=<hash of its bytes>"`."""
+    def stamp(m: re.Match) -> str:
+        source = docs_dir / "assets" / "tw" / m.group(2)
+        return f'{m.group(1)}?v={digest(source.read_bytes())}"' if source.is_file() else m.group(0)
+    return OWN_ASSET.sub(stamp, output)
+
+
+def _with_script(output: str, root: str, docs_dir: Path) -> str:
+    """offline.js first in <head> (after the title, before Python's kernel starts)."""
+    tag = versioned(f'<script src="{root}{SCRIPT}"></script>', docs_dir)
+    return output.replace("</title>", "</title>" + tag, 1)
+
+
+def on_post_page(output: str, *, page, config, build=None) -> str:
+    docs_dir = Path(config["docs_dir"])
+    if _serving(build):
+        return versioned(output, docs_dir)
+    return _with_script(versioned(output, docs_dir), "../" * page.url.count("/"), docs_dir)
+
+
+def on_post_template(output: str, *, template_name: str, config, build=None) -> str:
+    """404.html links from the site's root path (it is served at any depth)."""
+    if not template_name.endswith(".html"):
         return output
-    return output.replace("<head>", "<head>" + FLAG, 1)
+    docs_dir = Path(config["docs_dir"])
+    if _serving(build):
+        return versioned(output, docs_dir)
+    root = urlsplit(config.get("site_url") or "/").path or "/"
+    return _with_script(versioned(output, docs_dir), root if root.endswith("/") else root + "/", docs_dir)
+
+
+def _search_languages(site: Path) -> list[str]:
+    index = site / "search" / "search_index.json"
+    return json.loads(index.read_text())["config"]["lang"] if index.is_file() else ["en"]
+
+
+def lunr_needed(site: Path) -> set[str]:
+    """The lunr files Material's search worker imports for the configured languages."""
+    langs = [lang for lang in _search_languages(site) if lang != "en"]
+    need = {f"{LUNR}min/lunr.{lang}.min.js" for lang in langs}
+    if langs:
+        need.add(f"{LUNR}min/lunr.stemmer.support.min.js")
+    if len(langs) > 1:
+        need.add(f"{LUNR}min/lunr.multi.min.js")
+    need |= {f"{LUNR}tinyseg.js" for lang in langs if lang == "ja"} | {f"{LUNR}wordcut.js" for lang in langs if lang == "th"}
+    return need
 
 
 def precache_list(site: Path) -> list[str]:
-    """Every file of the site, as URLs relative to its root; folders for their index.html."""
-    urls = []
-    for path in sorted(p for p in site.rglob("*") if p.is_file() and p.name != "sw.js"
-                       and not p.name.endswith(".descarrega.html")):  # a chapter as one file (export.py): downloaded
-        rel = path.relative_to(site).as_posix()
-        urls.append(rel)
-        if path.name == "index.html":
-            urls.append(rel[: -len("index.html")] or "./")
-    return urls
+    """The files a reader may request, relative to the site's root (folders: their index.html)."""
+    lunr = lunr_needed(site)
+    return [rel for rel in sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+            if rel != "sw.js" and not NEVER_REQUESTED.match(rel) and (not rel.startswith(LUNR) or rel in lunr)]
 
 
-def on_post_build(*, config, build) -> None:
-    if build.is_serve:
+def manifest(site: Path) -> dict[str, str]:
+    """path -> hash of its bytes, for every precached file."""
+    return {rel: digest((site / rel).read_bytes()) for rel in precache_list(site)}
+
+
+def service_worker(files: dict[str, str]) -> str:
+    version = digest(json.dumps(files, sort_keys=True).encode())  # the content decides, nothing else
+    return (TEMPLATE.read_text().replace("__VERSION__", version).replace("__NOT_FOUND__", NOT_FOUND)
+            .replace("__FILES__", json.dumps(files, indent=0, sort_keys=True)))
+
+
+def on_post_build(*, config, build=None) -> None:
+    if _serving(build):
         return
     site = Path(config["site_dir"])
-    files = precache_list(site)
-    digest = hashlib.sha256()
-    for rel in files:
-        if not rel.endswith("/") and rel != "./":
-            digest.update(rel.encode() + hashlib.sha256((site / rel).read_bytes()).digest())
-    script = TEMPLATE.read_text().replace("__VERSION__", digest.hexdigest()[:16]).replace("__FILES__", json.dumps(files))
-    (site / "sw.js").write_text(script)
+    (site / "sw.js").write_text(service_worker(manifest(site)))

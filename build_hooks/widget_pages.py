@@ -6,14 +6,14 @@
     <!-- md:value roofline.tpot_ms batch=1 --> a value at fixed parameters (not live)
 
 HTML comments, like mkdocs-material's own shortcodes, so an unprocessed page still reads.
-Directives inside code spans and fenced blocks are left as they are.
+Directives inside code spans and fenced blocks are left as they are. Their grammar, and the
+build errors `file:line: what is wrong; what is allowed` for anything that only looks like
+one, live in `directives.py`; a widget may sit indented in a list item or an admonition.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from html import escape
 
 from mkdocs.exceptions import PluginError
@@ -21,11 +21,10 @@ from mkdocs.exceptions import PluginError
 from widgets_py.engine import registry
 from widgets_py.engine.params import ParamError
 
+from . import directives, reference
+from .directives import ALLOWED, DirectiveError, check_grid, check_id, split
 from .widget_html import live_number, widget
 
-CODE = re.compile(r"(^(```|~~~).*?^\2[ \t]*$|`[^`\n]+`)", re.M | re.S)
-WIDGET = re.compile(r"^<!-- md:widget (.+?) -->[ \t]*$", re.M)
-VALUE = re.compile(r"<!-- md:value (.+?) -->")
 SLOT = '<div class="tw-slot" data-slot="{}"></div>'
 
 
@@ -35,37 +34,17 @@ def fixed_values(name: str, raw: dict, cache: dict) -> tuple[dict, dict]:
     params = registry.validate_params(name, raw)
     key = name + json.dumps(params, sort_keys=True)
     if key not in cache:
-        cache[key] = params, registry.formatted(name, registry.compute(name, params)[1])
+        cache[key] = params, registry.formatted(name, reference.compute(name, params)[1])
     return cache[key]
 
 
-def _split(args: str) -> tuple[str, dict[str, str]]:
-    head, *rest = shlex.split(args)
-    pairs = {}
-    for item in rest:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ParamError(f"'{item}' no té la forma clau=valor")
-        pairs[key] = value
-    return head, pairs
-
-
-def _outside_code(markdown: str, fn) -> str:
-    """Apply `fn` to the parts of the text that are not code."""
-    out, last = [], 0
-    for m in CODE.finditer(markdown):
-        out += [fn(markdown[last:m.start()]), m.group(0)]
-        last = m.end()
-    return "".join(out + [fn(markdown[last:])])
-
-
 def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
-    slots: list[str] = []
+    slots: list[tuple[str, int]] = []  # (widget HTML, source line), by slot number
     instances: dict[str, tuple[str, dict, dict]] = {}  # id -> (widget, params, formatted values)
 
-    def place(m: re.Match) -> str:
-        name, pairs = _split(m.group(1))
-        instance = pairs.pop("id", name)
+    def place(d: directives.Directive) -> str:
+        name, pairs = split(d.args)
+        instance = check_id(pairs.pop("id", name))
         shown = pairs.pop("controls").split(",") if "controls" in pairs else None
         if shown:
             unknown = sorted(set(shown) - {p.name for p in registry.get(name).params})
@@ -74,13 +53,14 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
         if instance in instances:
             raise ParamError(f"dos widgets amb id '{instance}'; afegeix id=ALTRE al segon")
         params = registry.validate_params(name, pairs)
-        result = registry.run(name, params)
+        check_grid(registry.get(name).params, pairs, params, shown)
+        result = reference.run(name, params)  # measured values pinned: reproducible builds
         instances[instance] = (name, params, registry.formatted(name, result.values))
-        slots.append(widget(name, instance, params, result, shown))
-        return "\n" + SLOT.format(len(slots) - 1) + "\n"
+        slots.append((widget(name, instance, params, result, shown), d.line))
+        return f"\n{d.indent}{SLOT.format(len(slots) - 1)}\n"  # indented as written: lists, admonitions
 
-    def value(m: re.Match) -> str:
-        ref, pairs = _split(m.group(1))
+    def value(d: directives.Directive) -> str:
+        ref, pairs = split(d.args)
         instance, _, key = ref.rpartition(".")
         if instance in instances and not pairs:
             name, _, text = instances[instance]
@@ -91,21 +71,31 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
         params, text = fixed_values(name, {**base, **pairs}, build.fixed)
         return live_number(f"{name}.{key}", text[key], params)
 
+    out, last, line = [], 0, 0
     try:
-        markdown = _outside_code(markdown, lambda part: WIDGET.sub(place, part))
-        markdown = _outside_code(markdown, lambda part: VALUE.sub(value, part))
+        for d in directives.scan(markdown, directives.line_offset(page.file.abs_src_path, markdown)):
+            line = d.line
+            if d.kind == "value":
+                out += [markdown[last:d.start], value(d)]
+                last = d.end
+            else:  # a widget replaces its whole line
+                out += [markdown[last:d.line_start], place(d)]
+                last = d.line_end
+    except DirectiveError as exc:
+        raise PluginError(f"{page.file.src_uri}:{exc.line}: {exc}") from None
     except (ParamError, ValueError) as exc:
-        raise PluginError(f"{page.file.src_uri}: {exc}") from None
+        raise PluginError(f"{page.file.src_uri}:{line}: {exc}") from None
     build.slots[page.file.src_uri] = slots
-    return markdown
+    return "".join(out + [markdown[last:]])
 
 
 def on_page_content(html: str, *, page, config, files, build) -> str:
     slots = build.slots.pop(page.file.src_uri, [])
-    for i, rendered in enumerate(slots):
+    for i, (rendered, line) in enumerate(slots):
         tag = SLOT.format(i)
-        if tag not in html:
-            raise PluginError(f"{page.file.src_uri}: widget {i} was lost by Markdown (is it indented?)")
+        if tag not in html:  # Markdown made it code: indented 4 spaces outside a list or an admonition
+            raise PluginError(f"{page.file.src_uri}:{line}: md:widget convertit en codi per Markdown "
+                              f"(sagnat 4 espais fora d'una llista o d'un avís?); {ALLOWED}")
         html = html.replace(f"<p>{tag}</p>", rendered).replace(tag, rendered)
     if slots or "tw-live" in html or "tw-fixed" in html:
         # a data attribute, not a <script type="application/json">: Material's instant

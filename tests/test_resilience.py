@@ -24,11 +24,8 @@ def test_offline_after_one_visit(browser, server):
     page = context.new_page()
     page.goto(server + PAGE)
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
-    page.wait_for_function("""async () => {
-        const reg = await navigator.serviceWorker.ready;
-        const keys = await caches.keys();
-        return reg.active && reg.active.state === 'activated' && keys.some(k => k.startsWith('tw-'));
-    }""", timeout=60_000)
+    # offline.js marks <html data-tw-offline="ready"> once the service worker has stored the site
+    page.wait_for_function("() => document.documentElement.dataset.twOffline === 'ready'", timeout=120_000)
     context.set_offline(True)
     errors = []
     page.on("console", lambda m: m.type == "error" and errors.append(m.text))

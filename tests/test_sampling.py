@@ -380,3 +380,42 @@ def test_figure_reuses_the_computed_forward(monkeypatch):
     monkeypatch.setattr(gpt, "extend", lambda *a, **k: calls.append(1))
     svg, alt = widget.figure(params, values)
     assert calls == [] and svg.startswith("<svg") and f"en queden {values['kept']} candidats" in alt
+
+
+# ---- what the panel reports, recomputed independently (added after the mutation run) ---------
+
+def test_entropy_and_perplexities_of_the_panel():
+    from widgets_py.cap15.sampling import entropy
+
+    assert entropy(np.full(8, 1 / 8)) == pytest.approx(np.log(8))  # uniform over 8: ln 8 nats
+    assert entropy(np.array([1.0, 0.0, 0.0])) == 0.0  # zeros contribute nothing, not NaN
+    settings = dict(temperature=0.7, top_k=5, top_p=1.0, min_p=0.0, penalty=1.0)
+    v = run("sampling", {**settings, "position": 120}).values
+    cfg, params, _ = pretrained.load("mini")
+    logits = gpt.forward(params, cfg, context_at(120)[-cfg.context:][None])[0, -1].astype(np.float64)
+    raw = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()  # [V] T = 1, nothing cut
+    tempered = np.exp((logits - logits.max()) / 0.7)
+    tempered /= tempered.sum()
+    top5 = np.sort(tempered)[::-1][:5] / np.sort(tempered)[::-1][:5].sum()  # the 5 kept, renormalised
+    h = lambda p: float(-(p[p > 0] * np.log(p[p > 0])).sum())  # noqa: E731
+    assert v["perplexity_raw"] == pytest.approx(np.exp(h(raw)), rel=1e-5)
+    assert v["perplexity_untruncated"] == pytest.approx(np.exp(h(tempered)), rel=1e-5)
+    assert v["entropy"] == pytest.approx(h(top5), rel=1e-5) and v["kept"] == 5
+    assert v["mass_kept"] == pytest.approx(np.sort(tempered)[::-1][:5].sum(), rel=1e-6)
+
+
+def test_the_generator_draws_from_its_distribution():
+    """The first token of 4,000 seeded runs against the step's own distribution: each of the
+    top candidates within 4.5 standard errors of its probability (a uniform draw, or a draw
+    from the untruncated distribution, lands tens of errors away)."""
+    cfg, params, _ = pretrained.load("mini")
+    settings = dict(temperature=1.0, top_k=4, top_p=1.0, min_p=0.0, penalty=1.0)
+    prompt = context_at(200)
+    dist = next(generate(params, cfg, prompt, 1, settings, np.random.default_rng(0))).dist
+    n = 4000
+    counts = np.bincount([next(generate(params, cfg, prompt, 1, settings, np.random.default_rng(s))).token
+                          for s in range(n)], minlength=len(dist))
+    assert set(np.flatnonzero(counts)) <= set(np.flatnonzero(dist))  # never a cut token
+    se = np.sqrt(dist * (1 - dist) / n)
+    kept = dist > 0
+    assert np.all(np.abs(counts[kept] / n - dist[kept]) < 4.5 * se[kept] + 1e-12), (counts[kept] / n, dist[kept])

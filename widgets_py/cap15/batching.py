@@ -194,7 +194,7 @@ PARAMS = (
     Param("arrival_gap_ms", "choice", "0", "Temps entre arribades",
           choices=(("0", "totes alhora"), ("2", "2 ms de mitjana"), ("5", "5 ms de mitjana"),
                    ("10", "10 ms de mitjana"), ("20", "20 ms de mitjana"))),
-    Param("chunked", "bool", True, "Chunked prefill",
+    Param("chunked", "bool", True, "Prefill a trossos",
           help="Trosseja els prefills llargs perquè no aturin els decodes en curs."),
     Param("chunk_tokens", "int", 512, "Tokens de prefill per iteració", min=64, max=4096,
           ticks=(64, 128, 256, 512, 1024, 2048, 4096)),
@@ -241,7 +241,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="batching",
-    title="Continuous batching: la cua simulada",
+    title="Batching continu: la cua simulada",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=batching,

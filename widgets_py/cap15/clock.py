@@ -101,13 +101,18 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     return plot.render("El rellotge: prefill i decode del mini-GPT", alt), alt
 
 
+def _bytes(n: float) -> str:
+    """A byte count as a whole number; a per-token share of one (4N/L) may end in a half."""
+    return fmt.number(n, 0 if float(n).is_integer() else 1)
+
+
 def _tables(p: dict, v: dict) -> str:
     cfg, params, _ = pretrained.load("mini")
     n = gpt.n_params(params)
     rows = ""
     for L in LENGTHS:
         c = counts(cfg, n, L)
-        rows += (f"<tr><td>{L}</td><td>{fmt.si(c['bytes_prefill'], 2)}</td><td>{fmt.si(c['bytes_decode'], 2)}</td>"
+        rows += (f"<tr><td>{L}</td><td>{_bytes(c['bytes_prefill'])}</td><td>{_bytes(c['bytes_decode'])}</td>"
                  f"<td>{fmt.with_unit(c['bytes_decode'] / c['bytes_prefill'], 0, '×')}</td>"
                  f"<td>{fmt.si(c['flops_prefill'], 2)}</td><td>{fmt.si(c['flops_decode'], 2)}</td></tr>")
     return ("<table><caption>El comptador: bytes de pesos i FLOPs per token, comptats a partir de les formes"

@@ -140,7 +140,7 @@ def _tables(p: dict, v: dict) -> str:
     parts = (("Pesos", "weights", f"{fmt.si(v['params_total'], 2)} × {fmt.number(FORMATS[p['weight_format']].nbytes, 1)} bytes"),
              ("KV-cache", "kv", f"{fmt.tokens(v['context_used'])} tokens × {p['concurrency']} seqüències"),
              ("Activacions", "activations", "buffers d'un pas de decode"),
-             (f"Overhead ({fmt.number(p['overhead_pct'])} %)", "overhead", "fragmentació i runtime"))
+             (f"Sobrecost ({fmt.number(p['overhead_pct'])} %)", "overhead", "fragmentació i entorn d'execució"))
     rows = "".join(f"<tr><td>{name}</td><td>{fmt.with_unit(v[k + '_gb'], 2, 'GB')}</td>"
                    f"<td>{fmt.percent(v[k + '_share'], 1)}</td><td>{why}</td></tr>" for name, k, why in parts)
     presets = ""
@@ -173,8 +173,8 @@ PARAMS = (
     Param("concurrency", "int", 32, "Seqüències concurrents", min=1, max=1024, ticks=tuple(1 << k for k in range(11))),
     Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
     Param("kv_format", "choice", "bf16", "Format del KV-cache", choices=format_choices(CACHE_FORMATS)),
-    Param("overhead_pct", "int", 15, "Overhead", min=0, max=50, step=1, unit="%",
-          help="Fragmentació, buffers del runtime, gràfics de CUDA: el text en diu 10-20 %."),
+    Param("overhead_pct", "int", 15, "Sobrecost de memòria", min=0, max=50, step=1, unit="%",
+          help="Fragmentació, memòria intermèdia de l'entorn d'execució, grafs de CUDA: el text en diu un 10-20 %."),
     Param("price", "float", 3.0, "Preu per GPU i hora", min=0.25, max=12.0, step=0.25, unit="dòlars"),
 )
 

@@ -147,7 +147,7 @@ def _tables(p: dict, v: dict) -> str:
 PARAMS = (
     Param("model", "choice", "llama-3-70b", "Model",
           choices=tuple((k, m.label) for k, m in MODELS.items()),
-          help="Paràmetres comptats a partir de les formes del model card."),
+          help="Paràmetres comptats a partir de les formes de la fitxa del model (config.json)."),
     Param("gpu", "choice", "h100-80gb", "GPU", choices=tuple((k, g.label) for k, g in GPUS.items()),
           help="Pic bf16 dens i ample de banda del full de dades."),
     Param("prompt_tokens", "int", 8192, "Tokens de prompt", min=16, max=131072,

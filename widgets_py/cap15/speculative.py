@@ -225,7 +225,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="speculative",
-    title="Speculative decoding: el petit proposa, el gran verifica",
+    title="Decodificació especulativa: el petit proposa, el gran verifica",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=speculative,

@@ -1,15 +1,109 @@
-// Registers the service worker that build_hooks/offline.py writes (not under mkdocs serve).
+// The page's side of the service worker that build_hooks/offline.py writes (only in built
+// sites, never under mkdocs serve). Loaded first in <head>, so the worker takes this page,
+// and Pyodide's worker, before Python's big files are fetched: each file is downloaded once.
+// - Precache: once the page's widgets are interactive (host.js says "tw:idle"), or at the
+//   load event on pages without widgets, ask the worker to fetch what is still missing.
+// - Updates: a new build waits until the reader accepts; this page offers the reload. If
+//   another tab let a new build take over, this page's scripts are the old build's: it says
+//   so, and its links load whole pages (no instant swap that would pair old scripts with new
+//   HTML). <html data-tw-offline> says "ready" once the whole site is stored.
 (() => {
   "use strict";
-  if (!("serviceWorker" in navigator) || !location.protocol.startsWith("http")) return;
-  if (!document.querySelector('meta[name="tw-sw"]')) return;
-  const url = new URL("../../sw.js", document.currentScript.src); // this file is assets/tw/offline.js
-  const register = () => navigator.serviceWorker.register(url).catch(() => {}); // online works without it
-  // Precaching competes with Python's first boot for the network and the CPU: wait until the
-  // page's widgets are interactive (host.js says "tw:idle"), or for the load event without widgets.
-  if (document.querySelector(".tw-widget")) {
-    document.addEventListener("tw:idle", register, { once: true });
-    setTimeout(register, 60000); // a page whose widgets never boot still gets its offline copy
-  } else if (document.readyState === "complete") register();
-  else window.addEventListener("load", register, { once: true });
+  const tw = (window.tw = window.tw || {});
+  if (tw.offline || !("serviceWorker" in navigator) || !location.protocol.startsWith("http")) return;
+  const sw = navigator.serviceWorker;
+  const TEXT = {
+    waiting: "Hi ha una versió nova d'aquest llibre.",
+    taken: "S'ha activat una versió nova d'aquest llibre en una altra pestanya.",
+    reload: "Recarrega",
+  };
+  const registration = sw.register(new URL("../../sw.js", document.currentScript.src)).catch(() => null);
+  let controller = sw.controller;
+  let accepted = false; // this page asked the new build to take over
+  let stale = false; // a newer build controls this page: whole-page navigations only
+
+  function banner(message, onReload) {
+    let box = document.querySelector(".tw-update");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "tw-update";
+      box.setAttribute("role", "status");
+      box.style.cssText = "position:fixed;z-index:10;inset:auto 1rem 1rem auto;max-width:24rem;padding:.6rem .8rem;" +
+        "background:var(--md-default-bg-color,#fff);color:var(--md-default-fg-color,#000);border:1px solid;border-radius:.3rem";
+      box.append(document.createElement("span"), document.createElement("button"));
+      box.lastChild.type = "button";
+      box.lastChild.style.cssText = "margin-left:.6rem;text-decoration:underline;font:inherit";
+      document.body.append(box);
+    }
+    box.firstChild.textContent = message + " ";
+    box.lastChild.textContent = TEXT.reload;
+    box.lastChild.onclick = onReload;
+  }
+
+  function offer(reg) {
+    banner(TEXT.waiting, () => {
+      if (!reg.waiting) return location.reload();
+      accepted = true;
+      reg.waiting.postMessage({ type: "skip-waiting" }); // controllerchange reloads
+    });
+  }
+
+  sw.addEventListener("controllerchange", () => {
+    const first = controller === null; // the first install took this page: same build
+    controller = sw.controller;
+    if (accepted) location.reload();
+    else if (!first) {
+      stale = true;
+      banner(TEXT.taken, () => location.reload());
+    }
+  });
+  // Before Material's instant navigation sees them (this script runs first): whole pages.
+  window.addEventListener("click", (event) => {
+    const link = stale && event.target.closest && event.target.closest("a[href]");
+    if (!link || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
+    const url = new URL(link.href, location.href);
+    if (url.origin !== location.origin || link.target || (url.pathname === location.pathname && url.hash)) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    location.assign(url.href);
+  }, true);
+  window.addEventListener("popstate", (event) => {
+    if (!stale) return;
+    event.stopImmediatePropagation();
+    location.reload();
+  }, true);
+
+  registration.then((reg) => {
+    if (!reg) return;
+    if (reg.waiting && sw.controller) offer(reg);
+    reg.addEventListener("updatefound", () => {
+      const next = reg.installing;
+      next.addEventListener("statechange", () => next.state === "installed" && sw.controller && offer(reg));
+    });
+  });
+
+  sw.addEventListener("message", (event) => {
+    if (event.data && event.data.type === "precached") document.documentElement.dataset.twOffline = event.data.ok ? "ready" : "failed";
+  });
+  let asked = false;
+  function precache() {
+    if (asked) return;
+    asked = true;
+    registration.then((reg) => reg && sw.ready.then((ready) => ready.active.postMessage({ type: "precache" })));
+  }
+  document.addEventListener("tw:idle", precache, { once: true });
+  window.addEventListener("load", () => {
+    if (!document.querySelector(".tw-widget")) precache();
+    else setTimeout(precache, 60000); // a page whose widgets never boot still gets its offline copy
+  }, { once: true });
+  // The kernel holds Pyodide's downloads until the worker controls the page (first visit only):
+  // then they go through the offline cache, once. A slow or failing registration waits 3 s at most.
+  const controlled = sw.controller
+    ? Promise.resolve()
+    : new Promise((resolve) => {
+        sw.addEventListener("controllerchange", resolve, { once: true });
+        registration.then((reg) => reg || resolve());
+        setTimeout(resolve, 3000);
+      });
+  tw.offline = { registration, controlled };
 })();

@@ -1,0 +1,88 @@
+"""Reproducible prerenders of widgets that time the machine they run on.
+
+A widget such as the clock *measures* (its outputs marked `measured` in the registry).
+Prerendered as measured, every build would bake different timings into its page, its
+figure and the search index, so no two builds of the same source would be identical and
+every returning reader would download the site again. So the build shows reference values
+instead, measured once with `python -m build_hooks.reference` and kept in `measured.json`
+beside this file, labelled as such in the page ("valors de referència"); the reader's own
+browser measures again as soon as Python is ready (the widget's autorun).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+from widgets_py.engine import registry
+
+PINNED = Path(__file__).with_name("measured.json")
+LABEL = "{runtime}, valors de referència"  # the `runtime` output as the page shows it
+
+
+class StaleReference(PluginError):
+    """measured.json does not hold exactly the measured outputs the widget returns now."""
+
+
+def _pinned() -> dict:
+    return json.loads(PINNED.read_text()) if PINNED.is_file() else {}
+
+
+def _measured_keys(name: str, values: dict) -> list[str]:
+    return sorted(k for k in values if registry.is_measured(name, k))
+
+
+def pin(name: str, values: dict, pinned: dict | None = None) -> dict:
+    """`values` with its measured entries replaced by the reference ones (unchanged if none)."""
+    keys = _measured_keys(name, values)
+    if not keys:
+        return values
+    entry = (_pinned() if pinned is None else pinned).get(name)
+    if entry is None or sorted(entry["values"]) != keys:
+        raise StaleReference(f"{PINNED.name}: no reference timings for widget '{name}' with outputs {keys}; "
+                             f"measure them with `.venv/bin/python -m build_hooks.reference` and commit the file")
+    return {**values, **entry["values"]}
+
+
+def run(name: str, params: dict) -> registry.Result:
+    """registry.run, with the measured values (and the figure and tables drawn from them) pinned."""
+    result = registry.run(name, params)
+    values = pin(name, result.values)
+    if values is result.values:
+        return result
+    widget = registry.get(name)
+    assert getattr(widget, "values", None) is None, f"{name}: a measured widget's state must be its values"
+    svg, alt = widget.figure(params, values)
+    tables = widget.tables(params, values) if widget.tables else ""
+    return registry.Result(values=values, figure=svg, alt=alt, tables=tables)
+
+
+def compute(name: str, raw: dict) -> tuple[dict, dict]:
+    """registry.compute, with the measured values pinned."""
+    params, values = registry.compute(name, raw)
+    return params, pin(name, values)
+
+
+def record() -> dict:
+    """Measure every measured widget at its defaults, here and now."""
+    out = {}
+    for name in registry.names():
+        params, values = registry.compute(name, {})
+        keys = _measured_keys(name, values)
+        if not keys:
+            continue
+        measured = {k: values[k] for k in keys}
+        if "runtime" in measured:
+            measured["runtime"] = LABEL.format(runtime=measured["runtime"])
+        out[name] = {"measured_on": f"{platform.machine()}, Python {sys.version.split()[0]}", "params": params,
+                     "values": measured}
+    return out
+
+
+if __name__ == "__main__":  # `python -m build_hooks.reference`: measure and pin the reference timings
+    PINNED.write_text(json.dumps(record(), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    print(f"{PINNED}: {', '.join(_pinned())}")

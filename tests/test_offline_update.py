@@ -1,0 +1,142 @@
+"""Site updates and bytes (issues 13 and 15 §1): one build at a time, each byte once.
+
+- Two builds of the same source are byte-identical, so sw.js (whose version hashes the
+  files) does not change and returning readers download nothing.
+- A first visit transfers at most 1.05x what it precaches; a repeat visit transfers 0.
+- A path missing from the site, offline, gives the site's 404 page.
+- After a new build is deployed, a reader never sees HTML of one build with scripts of
+  another; the page offers the reload, and after it everything is the new build.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, _Quiet, book_with_fixture, build_site, free_port
+
+from build_hooks import offline
+
+pytestmark = pytest.mark.browser
+
+BOOT_MS = 90_000
+ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
+STORED = "() => document.documentElement.dataset.twOffline === 'ready'"
+
+
+def differing(a: Path, b: Path) -> list[str]:
+    """Relative paths that are in one tree only, or differ in bytes."""
+    out = []
+    cmp = filecmp.dircmp(a, b)
+    out += [f"{a.name}/{n} (one side only)" for n in cmp.left_only + cmp.right_only]
+    _, mismatch, errors = filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)
+    out += mismatch + errors
+    for sub in cmp.common_dirs:
+        out += [f"{sub}/{p}" for p in differing(a / sub, b / sub)]
+    return out
+
+
+def test_two_builds_of_the_same_source_are_identical(site, port, tmp_path):
+    """The session's site built again, from a fresh copy of the same sources (the book and
+    the fixture chapter, as the `site` fixture builds them)."""
+    again = tmp_path / "again"
+    project = book_with_fixture(tmp_path / "project")
+    done = build_site(again, project, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/", "PYTHONPATH": str(project)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert differing(site, again) == []
+
+
+class Counting(_Quiet):
+    """Serves `root[0]` (swappable: a new deployment) and counts the body bytes it sends."""
+
+    root: list[Path] = []
+    sent = [0]
+
+    def translate_path(self, path):
+        self.directory = str(self.root[0])
+        return super().translate_path(path)
+
+    def copyfile(self, source, outputfile):
+        data = source.read()
+        self.sent[0] += len(data)
+        outputfile.write(data)
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(root: Path, port: int = 0) -> tuple[str, type]:
+        handler = type("H", (Counting,), {"root": [root], "sent": [0]})
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(handler, directory=str(root)))
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_port}/", handler
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+
+
+def project_copy(dest: Path, marker: str) -> Path:
+    """The project's sources with a visible change: the title and host.js say `marker`."""
+    for name in ("docs", "build_hooks", "widgets_py", "includes", "overrides", "corpus"):
+        if (ROOT / name).exists():
+            shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    config = (ROOT / "mkdocs.yml").read_text()
+    (dest / "mkdocs.yml").write_text(config.replace("site_name: ", f"site_name: {marker} ", 1))
+    host = dest / "docs" / "assets" / "tw" / "host.js"
+    host.write_text(host.read_text() + f'\nwindow.twBuildMarker = "{marker}";\n')
+    return dest
+
+
+def instant_navigation(page) -> None:
+    """Follow a visible link to another page of the site, as a reader would."""
+    href = page.evaluate("""() => [...document.querySelectorAll('a[href$=".html"]')].find(a => a.offsetParent
+        && new URL(a.href).origin === location.origin && new URL(a.href).pathname !== location.pathname).href""")
+    page.evaluate("href => [...document.querySelectorAll('a')].find(a => a.href === href && a.offsetParent).click()", href)
+    page.wait_for_function("href => location.href === href", arg=href)
+    page.wait_for_timeout(500)  # the swap's scripts run
+
+
+def test_an_update_never_mixes_two_builds(browser, tmp_path, serve):
+    port = free_port()
+    sites = {}
+    for marker in ("build-1", "build-2"):
+        sites[marker] = tmp_path / marker / "site"
+        done = build_site(sites[marker], project=project_copy(tmp_path / marker / "src", marker),
+                          env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
+        assert done.returncode == 0, done.stderr[-3000:]
+    base, counter = serve(sites["build-1"], port)
+
+    def one_build(page) -> str:
+        title, script = page.title(), page.evaluate("window.twBuildMarker")
+        assert script in title, f"HTML of one build ({title!r}) with host.js of {script!r}"
+        return script
+
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(base + "index.html")
+    page.wait_for_function(STORED, timeout=120_000)
+    first_cache = page.evaluate("caches.keys()")
+    counter.root[0] = sites["build-2"]  # the new deployment
+    page.goto(base + "index.html")
+    assert one_build(page) == "build-1"  # the stored build, whole
+    page.wait_for_function("""async (old) => {
+        const reg = await navigator.serviceWorker.getRegistration();
+        const keys = await caches.keys();
+        return reg && !reg.installing && (reg.waiting || !old.every(k => keys.includes(k)));
+    }""", arg=first_cache, timeout=120_000)
+    instant_navigation(page)  # Material swaps the page in, scripts stay
+    one_build(page)
+    page.click(".tw-update button")  # the page offers the new build
+    page.wait_for_function("() => window.twBuildMarker === 'build-2'", timeout=30_000)
+    assert one_build(page) == "build-2"
+    instant_navigation(page)
+    assert one_build(page) == "build-2"
+    context.close()
