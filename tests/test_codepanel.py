@@ -260,7 +260,7 @@ def test_a_tarball_with_another_hash_is_refused(tmp_path, monkeypatch):
         editor_assets.tarball(spec)
 
 
-from test_accessibility import TAGS, axe_source  # noqa: E402,F401 - the pinned axe-core, as a fixture
+from axe import TAGS, axe_source  # noqa: E402,F401 - the pinned axe-core, as a fixture
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

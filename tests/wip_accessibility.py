@@ -18,28 +18,12 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-AXE_VERSION = "4.10.3"
-AXE_SHA256 = "0f2b4d7dcdf7d1219df8d1959ad68e565f51d14c3f0d88bb71cd59abeb956292"  # axe-core-4.10.3.tgz
-CACHE = Path(os.environ.get("TEXTBOOK_CACHE", Path.home() / ".cache" / "textbook")) / "npm"
-TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
+from axe import TAGS, axe_source  # noqa: E402,F401 - the pinned axe-core, as a fixture
+
 BOOT_MS = 120_000
 # Violations that belong to the theme and that no override can fix: (rule id, CSS target).
 # Empty: Material's search dialog gets its name from overrides/partials/search.html.
 THEME: set[tuple[str, str]] = set()
-
-
-@pytest.fixture(scope="session")
-def axe_source() -> str:
-    tgz = CACHE / f"axe-core-{AXE_VERSION}.tgz"
-    if not tgz.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(CACHE)],
-                       check=True, capture_output=True, timeout=300)
-    data = tgz.read_bytes()
-    got = hashlib.sha256(data).hexdigest()
-    assert got == AXE_SHA256, f"{tgz}: sha256 {got}, expected {AXE_SHA256}: delete it to fetch it again"
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        return tar.extractfile("package/axe.min.js").read().decode()
 
 
 def _pages(site: Path) -> list[str]:
