@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from widgets_py.engine.params import Param, ParamError
+from widgets_py.engine.params import Param, ParamError, pairs
 
 CODE = re.compile(r"(^(```|~~~).*?^\2[ \t]*$|`[^`\n]+`)", re.M | re.S)  # fenced blocks, code spans
 DIRECTIVE = re.compile(r"<!-- md:(widget|value) (\S[^\n]*?) -->")  # the only accepted form
@@ -55,15 +55,7 @@ class Directive:
 def split(args: str) -> tuple[str, dict[str, str]]:
     """`NAME key=value ...` -> (NAME, {key: value}); a key given twice is refused."""
     head, *rest = shlex.split(args)
-    pairs: dict[str, str] = {}
-    for item in rest:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ParamError(f"'{item}' no té la forma clau=valor")
-        if key in pairs:
-            raise ParamError(f"clau '{key}' repetida; cada clau hi va una sola vegada")
-        pairs[key] = value
-    return head, pairs
+    return head, pairs(rest)
 
 
 def check_id(instance: str) -> str:

@@ -11,33 +11,11 @@ import shutil
 import pytest
 
 from build_hooks import downloads, export
-from test_browser import BOOT_MS, assert_matches_cpython, wait_idle
+from test_browser import BOOT_MS, assert_matches_cpython, move_a_control, wait_idle
 
 PAGE = "cap15/index.html"
 LIMIT = 15_000_000  # bytes: the issue's target for chapter 15
 ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
-
-
-def move_a_control(page, sel: str) -> bool:
-    """Another option of a select, or a slider step, one control at a time, until the
-    widget's figure or numbers change (as test_browser does on the site)."""
-    before = page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")
-    for name, tag, kind, value, top in page.eval_on_selector_all(
-            f"{sel} .tw-controls [name]:not([type=hidden])", "els => els.map(e => [e.name, e.tagName, e.type, e.value, e.max])"):
-        control = f"{sel} [name={name}]"
-        if tag == "SELECT":
-            options = page.eval_on_selector_all(f"{control} option", "os => os.map(o => o.value)")
-            page.select_option(control, next(o for o in options if o != value))
-        elif kind == "checkbox":
-            page.click(control)
-        else:
-            page.focus(control)
-            page.keyboard.press("ArrowLeft" if value == top else "ArrowRight")
-        page.wait_for_function("s => document.querySelector(s).dataset.values", arg=sel, timeout=20_000)
-        wait_idle(page, sel)
-        if (page.inner_html(f"{sel} .tw-figure"), page.inner_text(f"{sel} .tw-values")) != before:
-            return True
-    return False
 
 
 def test_links_go_to_the_published_site_or_are_marked_absent():

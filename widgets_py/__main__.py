@@ -11,19 +11,7 @@ import json
 import sys
 
 from .engine import registry
-from .engine.params import ParamError
-
-
-def _pairs(items: list[str]) -> dict[str, str]:
-    raw = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ParamError(f"argument '{item}' no té la forma clau=valor")
-        if key in raw:
-            raise ParamError(f"paràmetre '{key}' repetit")
-        raw[key] = value
-    return raw
+from .engine.params import ParamError, pairs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "describe":
             print(json.dumps(registry.get(args.name).describe(), ensure_ascii=False, indent=2))
         else:
-            result = registry.run(args.name, _pairs(args.params))
+            result = registry.run(args.name, pairs(args.params))
             print(result.figure if args.svg else json.dumps(result.values, ensure_ascii=False, indent=2))
     except ParamError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -152,6 +152,20 @@ class Output:
         return fmt.with_unit(value, self.decimals, self.unit)
 
 
+def pairs(items: list[str]) -> dict[str, str]:
+    """`key=value` words (CLI arguments, a directive's options) -> {key: value}; one rule for
+    both: a word without `=` or a key given twice is refused, never silently the last."""
+    raw: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamError(f"'{item}' no té la forma clau=valor")
+        if key in raw:
+            raise ParamError(f"paràmetre '{key}' repetit: cada paràmetre hi va una sola vegada")
+        raw[key] = value
+    return raw
+
+
 def validate(params: tuple[Param, ...], raw: dict[str, Any]) -> dict[str, Any]:
     """Defaults overlaid with `raw`, each value coerced; unknown names are refused."""
     by_name = {p.name: p for p in params}
