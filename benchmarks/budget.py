@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/budget.py
 
 Headless Chromium on 127.0.0.1, a fresh browser context per visit. Prints one table:
-first paint (are the prerendered figures there?), cold time-to-interactive of chapter
-15 beside the bare cost of booting Pyodide + numpy in an empty page (same run, same
+first paint (are the prerendered figures there?), cold time-to-interactive of the first
+chapter page with widgets (or `--page`) beside the bare cost of booting Pyodide + numpy in an empty page (same run, same
 server), time-to-interactive of the second widget page reached by in-site navigation,
 control change -> new figure per widget (median, p95), bytes served for a first and a
 repeat visit (beside what the offline cache holds), `mkdocs build` cold (fresh interpreter
@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import book  # noqa: E402
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path, free_port  # noqa: E402
 from recompute import MEASURE, p95  # noqa: E402
 
@@ -70,6 +71,11 @@ def differing(a: Path, b: Path) -> int:
 
 
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--page", help="the chapter page measured, e.g. cap15/index.html (default: the book's first with widgets)")
+    args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp())
     cache = tmp / "cache"
     shutil.copytree(assets.cache_dir(), cache / assets.cache_dir().name)  # Pyodide files only: no download
@@ -78,6 +84,7 @@ def main() -> None:
     build_warm = timed_build(tmp / "again", cache, port)
     site = tmp / "site"
     rebuild_diff = differing(site, tmp / "again")
+    chapter = args.page or book.widget_pages(site)[0]
     precached = sum((site / rel).stat().st_size for rel in offline.precache_list(site))
     (site / "bare.html").write_text(BARE_PAGE)
     (site / "bare-worker.js").write_text(BARE_WORKER)
@@ -102,7 +109,7 @@ def main() -> None:
         page = ctx.new_page()
         Counting.served = 0
         t0 = time.perf_counter()
-        page.goto(base + "cap15/index.html", wait_until="domcontentloaded")
+        page.goto(base + chapter, wait_until="domcontentloaded")
         blank = page.evaluate("() => [...document.querySelectorAll('.tw-widget')].filter(w => !w.querySelector('.tw-figure svg')).length")
         fcp = page.evaluate("() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null")
         page.wait_for_function(ALL_READY, timeout=180_000)
@@ -131,7 +138,7 @@ def main() -> None:
         second_ms = 1e3 * (time.perf_counter() - t1)
 
         Counting.served = 0
-        page.goto(base + "cap15/index.html")
+        page.goto(base + chapter)
         page.wait_for_function(ALL_READY, timeout=120_000)
         repeat_bytes = Counting.served
         browser.close()

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/recompute.py [--repeat 1] [--controls 3]
 
 Builds the site into a temporary folder, serves it on 127.0.0.1, and for each widget of
-chapter 15 moves up to `--controls` of its controls (sliders and menus) through four of
+every chapter page (found in the site, as tests/book.py finds them; `--page` picks one) moves up to `--controls` of its controls (sliders and menus) through four of
 their positions, `--repeat` times, as issue 13's probe does: the browser time runs from the
 control's input event to the widget's next values in the DOM (worker round trip included);
 the CPython time is `widgets_py.run` on the same parameters. Prints, per widget, the median
@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import book  # noqa: E402
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path  # noqa: E402
 
 from widgets_py import run  # noqa: E402
 
-PAGE = "cap15/"
 GOAL_MEDIAN_MS, GOAL_P95_MS = 100.0, 250.0  # issue 13, per widget
 MEASURE = """async ([sel, name, values]) => {
   const w = document.querySelector(sel);
@@ -52,10 +52,43 @@ def p95(xs: list[float]) -> float:
     return sorted(xs)[max(0, round(0.95 * len(xs)) - 1)]
 
 
+def measure_page(page, args) -> list[tuple]:
+    """(widget, controls moved, CPython median, browser median, browser p95) for each widget of the page."""
+    rows = []
+    widgets = page.eval_on_selector_all(
+        ".tw-widget", "ws => ws.map(w => [w.dataset.widget, w.dataset.instance, JSON.parse(w.dataset.params)])")
+    for name, instance, params in widgets:
+        sel = f'.tw-widget[data-instance="{instance}"]'
+        controls = page.eval_on_selector(f"{sel} .tw-controls", """f => [...f.querySelectorAll('[name]')]
+            .filter(e => e.type === 'range' || e.tagName === 'SELECT')
+            .map(el => [el.name, el.tagName === 'SELECT' ? [...el.options].map(o => o.value) : null, el.value, el.max,
+                        el.dataset.positions ? JSON.parse(el.dataset.positions) : null])""")
+        browser_ms, cpython_ms, moved = [], [], []
+        for key, options, current, top, positions in controls[:args.controls]:
+            choices = options or [str(round(i * int(top) / 3)) for i in range(4)]  # options, or 4 spread positions
+            values, last = [], current
+            for i in range(4):  # four moves, each to another value than the one before
+                pick = [c for c in choices[i:] + choices[:i] if c != last][0]
+                values.append(pick)
+                last = pick
+            py_values = values if options else [positions[int(v)] for v in values]
+            browser_ms += page.evaluate(MEASURE, [sel, key, values * args.repeat])
+            for v in py_values * args.repeat:
+                t = time.perf_counter()
+                run(name, {**params, key: v})
+                cpython_ms.append(1e3 * (time.perf_counter() - t))
+            moved.append(key)
+        if moved:
+            rows.append((name, ",".join(moved), statistics.median(cpython_ms), statistics.median(browser_ms),
+                         p95(browser_ms)))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--controls", type=int, default=3)
+    ap.add_argument("--page", help="one chapter page, e.g. cap15/index.html (default: every page with widgets)")
     args = ap.parse_args()
     import functools
     import http.server
@@ -73,39 +106,19 @@ def main() -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page()
-        t0 = time.perf_counter()
-        page.goto(f"http://127.0.0.1:{httpd.server_port}/{PAGE}")
-        page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
-                               timeout=120_000)
-        ready_s = time.perf_counter() - t0
-        widgets = page.eval_on_selector_all(".tw-widget", "ws => ws.map(w => [w.dataset.widget, JSON.parse(w.dataset.params)])")
-        for name, params in widgets:
-            sel = f'.tw-widget[data-widget="{name}"]'
-            controls = page.eval_on_selector(f"{sel} .tw-controls", """f => [...f.querySelectorAll('[name]')]
-                .filter(e => e.type === 'range' || e.tagName === 'SELECT')
-                .map(el => [el.name, el.tagName === 'SELECT' ? [...el.options].map(o => o.value) : null, el.value, el.max,
-                            el.dataset.positions ? JSON.parse(el.dataset.positions) : null])""")
-            browser_ms, cpython_ms, moved = [], [], []
-            for key, options, current, top, positions in controls[:args.controls]:
-                choices = options or [str(round(i * int(top) / 3)) for i in range(4)]  # options, or 4 spread positions
-                values, last = [], current
-                for i in range(4):  # four moves, each to another value than the one before
-                    pick = [c for c in choices[i:] + choices[:i] if c != last][0]
-                    values.append(pick)
-                    last = pick
-                py_values = values if options else [positions[int(v)] for v in values]
-                browser_ms += page.evaluate(MEASURE, [sel, key, values * args.repeat])
-                for v in py_values * args.repeat:
-                    t = time.perf_counter()
-                    run(name, {**params, key: v})
-                    cpython_ms.append(1e3 * (time.perf_counter() - t))
-                moved.append(key)
-            if moved:
-                rows.append((name, ",".join(moved), statistics.median(cpython_ms), statistics.median(browser_ms),
-                             p95(browser_ms)))
+        ready = []
+        for url in [args.page] if args.page else book.widget_pages(site):
+            t0 = time.perf_counter()
+            page.goto(f"http://127.0.0.1:{httpd.server_port}/{url}")
+            page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
+                                   timeout=120_000)
+            ready.append((url, time.perf_counter() - t0))
+            rows += measure_page(page, args)
         browser.close()
     httpd.shutdown()
-    print(f"chapter page interactive after {ready_s:.1f} s (cold Pyodide boot)\n")
+    for url, seconds in ready:
+        print(f"{url}: interactive after {seconds:.1f} s")
+    print()
     print(f"{'widget':<12} {'controls moved':<34} {'CPython ms':>10} {'median ms':>10} {'goal':>5} "
           f"{'p95 ms':>8} {'goal':>5} {'ratio':>7}  met?")
     for name, keys, c, b, b95 in rows:

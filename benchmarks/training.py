@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import book  # noqa: E402
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path  # noqa: E402
 
 from widgets_py.engine import registry
@@ -128,7 +129,9 @@ def main() -> None:
         peak_page.goto(f"http://127.0.0.1:{httpd.server_port}/peak.html")
         peaks = [peak_page.evaluate(PEAK_RUN, peak_code())]
         page = browser.new_page()
-        page.goto(f"http://127.0.0.1:{httpd.server_port}/cap15/")
+        where = next(url for url in book.widget_pages(site)
+                     if any(w["name"] == "training" for w in book.widgets((site / url).read_text())))
+        page.goto(f"http://127.0.0.1:{httpd.server_port}/{where}")
         page.wait_for_selector(f"{sel}[data-state=ready]", timeout=120_000)
         page.eval_on_selector(f"{sel} [name=steps]", """(el, steps) => {
             el.value = JSON.parse(el.dataset.positions).indexOf(steps);

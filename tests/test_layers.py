@@ -72,3 +72,21 @@ def test_shared_modules_cite_no_chapter_section():
     for path in [*(PACKAGE / "engine").glob("*.py"), *(PACKAGE / "models").glob("*.py")]:
         for line in path.read_text().splitlines():
             assert not re.search(r"§\s*\d", line) or "et al." in line, f"{path.name}: {line.strip()}"
+
+
+def test_widget_modules_keep_no_cache_of_their_own():
+    """Results that outlive a call live with the weights (pretrained.derived), where a retraining
+    drops them all; a widget's own lru_cache or module dict would keep the old weights' numbers."""
+    for path in PACKAGE.glob("cap*/*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for d in node.decorator_list:
+                    name = ast.unparse(d)
+                    assert not re.search(r"\b(lru_cache|cache|cached_property)\b", name), f"{path.name}: @{name}"
+        for node in tree.body:  # module level: no mutable containers filled at run time
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Dict, ast.List, ast.Set)):
+                target = ast.unparse(node.targets[0] if isinstance(node, ast.Assign) else node.target)
+                assert not (isinstance(node.value, ast.Dict) and not node.value.keys) and \
+                    not (isinstance(node.value, (ast.List, ast.Set)) and not node.value.elts), \
+                    f"{path.name}: module-level {target} starts empty, a cache or a registry"

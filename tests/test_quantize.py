@@ -188,15 +188,15 @@ def test_llm_int8_finds_exactly_the_injected_channels():
 
 
 def test_results_follow_the_weights_generation(monkeypatch):
-    """The memo is keyed on pretrained.generation(): new weights, new numbers."""
+    """Results are kept with the weights (pretrained.derived): new weights, new numbers."""
     before = run("quantize").values
     cfg, p, history = pretrained.load("mini")
     shifted = {k: (v * 0.5 if k == "wte" else v) for k, v in p.items()}
     monkeypatch.setitem(pretrained._override, "mini", (shifted, history))
-    monkeypatch.setattr(pretrained, "_generation", pretrained.generation() + 1000)
-    pretrained.load.cache_clear()
+    pretrained.forget()
     try:
         after = run("quantize").values
     finally:
-        pretrained.load.cache_clear()
+        monkeypatch.undo()
+        pretrained.forget()
     assert after["loss_original"] != before["loss_original"]

@@ -9,6 +9,7 @@ import zipfile
 
 import pytest
 
+import book
 from build_hooks import assets
 
 pytestmark = pytest.mark.browser
@@ -19,7 +20,8 @@ ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dat
 NONE_LOADING = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state !== 'loading')"
 
 
-def test_offline_after_one_visit(browser, server):
+def test_offline_after_one_visit(browser, server, site):
+    """One visit stores the whole book: every chapter page then opens offline, widgets live."""
     context = browser.new_context()
     page = context.new_page()
     page.goto(server + PAGE)
@@ -31,6 +33,10 @@ def test_offline_after_one_visit(browser, server):
     page.on("console", lambda m: m.type == "error" and errors.append(m.text))
     page.reload()
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    for url in book.widget_pages(site):  # every chapter, not only the one visited
+        response = page.goto(server + url)
+        assert response.ok, url
+        page.wait_for_function(ALL_READY, timeout=BOOT_MS)
     page.goto(server)  # another page, and search, with the network cut
     page.focus("input.md-search__input")
     page.keyboard.type("prefill")
@@ -45,14 +51,16 @@ def test_file_url_is_readable_without_console_errors(browser, site):
     errors = []
     page.on("console", lambda m: m.type == "error" and errors.append(m.text))
     page.on("pageerror", lambda e: errors.append(str(e)))
+    for url in book.widget_pages(site):  # every chapter page, opened from disk
+        page.goto((site / url).as_uri())
+        widgets = page.locator(".tw-widget")
+        assert widgets.count() == len(book.widgets((site / url).read_text())), url
+        for i in range(widgets.count()):
+            w = widgets.nth(i)
+            assert w.get_attribute("data-state") == "static"
+            assert w.locator(".tw-figure svg").count() >= 1
+            assert "serveix la carpeta" in w.locator(".tw-status").text_content()
     page.goto((site / "cap15" / "index.html").as_uri())
-    widgets = page.locator(".tw-widget")
-    assert widgets.count() >= 5
-    for i in range(widgets.count()):
-        w = widgets.nth(i)
-        assert w.get_attribute("data-state") == "static"
-        assert w.locator(".tw-figure svg").count() >= 1
-        assert "serveix la carpeta" in w.locator(".tw-status").text_content()
     assert page.locator("math").count() >= 2
     page.click("a.md-logo")  # navigation between pages works from disk
     assert page.url.startswith("file://") and page.url.endswith(".html")

@@ -44,25 +44,25 @@ def test_trained_models_use_more_than_the_last_character():
 def test_loading_never_trains(monkeypatch):
     monkeypatch.setattr(train, "train", lambda *a, **k: pytest.fail("a load trained a model"))
     monkeypatch.setattr(train, "steps", lambda *a, **k: pytest.fail("a load trained a model"))
-    pretrained.load.cache_clear()
+    pretrained.forget()
     try:
         for name in pretrained.specs():
             pretrained.load(name)
     finally:
-        pretrained.load.cache_clear()
+        pretrained.forget()
 
 
 def test_stale_weights_are_refused_with_how_to_retrain(monkeypatch):
     specs = pretrained.specs()
     changed = {**specs, "mini": (dataclasses.replace(specs["mini"][0], d=48), specs["mini"][1])}
     monkeypatch.setattr(pretrained, "specs", lambda: changed)
-    pretrained.load.cache_clear()
+    pretrained.forget()
     try:
         with pytest.raises(pretrained.WeightsError, match=r"config changed.*\./dev train mini"):
             pretrained.load("mini")
         pretrained.load("target")  # the others still load
     finally:
-        pretrained.load.cache_clear()
+        pretrained.forget()
 
 
 def test_a_tampered_file_is_refused(monkeypatch, tmp_path):
@@ -72,12 +72,12 @@ def test_a_tampered_file_is_refused(monkeypatch, tmp_path):
     data[len(data) // 2] ^= 0xFF  # one byte flipped inside an array
     (tmp_path / "mini.npz").write_bytes(bytes(data))
     monkeypatch.setattr(pretrained, "WEIGHTS", tmp_path)
-    pretrained.load.cache_clear()
+    pretrained.forget()
     try:
         with pytest.raises(pretrained.WeightsError, match="sha256"):
             pretrained.load("mini")
     finally:
-        pretrained.load.cache_clear()
+        pretrained.forget()
 
 
 @pytest.mark.parametrize("seed", [1, 4])

@@ -34,17 +34,11 @@ INT8_THRESHOLD = 6.0  # LLM.int8's outlier threshold, here a ratio to the median
 ALPHA = 0.5  # SmoothQuant migration strength (the paper's default)
 LABELS = {"bf16": "BF16", "fp8": "FP8 (e4m3)", "int8": "INT8", "int4": "INT4", "nf4": "NF4"}
 HANDLING = {"none": "cap", "llmint8": "canals en 16 bits (LLM.int8)", "smoothquant": "migració (SmoothQuant)"}
-_memo: dict = {}
 
 
 def memo(key: tuple, make):
-    """Results of the current weights: keyed by their generation, never by the arrays."""
-    key = (pretrained.generation(),) + key
-    if key not in _memo:
-        if len(_memo) > 256:
-            _memo.clear()
-        _memo[key] = make()
-    return _memo[key]
+    """Results of the current weights, kept with them (pretrained.derived)."""
+    return pretrained.derived(("quantize",) + key, make)
 
 
 def with_outliers(p: dict, layers: int, factor: float) -> dict:

@@ -11,7 +11,6 @@ min-p (an argmax-invariant logits processor) *before* top-k/top-p. We follow HF.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Iterator, NamedTuple
 
 import numpy as np
@@ -151,20 +150,21 @@ def context_at(position: int) -> np.ndarray:
     return corpus.data()[1][:position]
 
 
-@lru_cache(maxsize=16)
-def prefill(position: int, generation: int) -> tuple[np.ndarray, np.ndarray, list]:
-    """(prompt, logits after its last cfg.context tokens, KV cache), shared by the values and
-    the figure and across control changes (keyed by the weights' generation)."""
-    cfg, params, _ = pretrained.load("mini")
-    prompt = context_at(position)  # [position]
-    logits, kv = gpt.extend(params, cfg, prompt[-cfg.context:])
-    return prompt, logits[-1], kv
+def prefill(position: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """(prompt, logits after its last cfg.context tokens, KV cache): one forward per position
+    and weights, shared across control changes (pretrained.derived)."""
+    def make():
+        cfg, params, _ = pretrained.load("mini")
+        prompt = context_at(position)  # [position]
+        logits, kv = gpt.extend(params, cfg, prompt[-cfg.context:])
+        return prompt, logits[-1], kv
+    return pretrained.derived(("sampling.prefill", position), make)
 
 
 def sampling(temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
              position: int, seed: int) -> dict:
     cfg, params, _ = pretrained.load("mini")
-    prompt, logits, kv = prefill(position, pretrained.generation())
+    prompt, logits, kv = prefill(position)
     settings = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, penalty=penalty)
     raw = softmax(logits.astype(np.float64))
     probs, keep = shape(logits, prompt, **settings)
@@ -187,7 +187,7 @@ def show(token: int) -> str:
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
-    prompt, logits, _ = prefill(p["position"], pretrained.generation())  # no second forward
+    prompt, logits, _ = prefill(p["position"])  # no second forward
     probs, keep = shape(logits, prompt, p["temperature"], p["top_k"], p["top_p"], p["min_p"], p["penalty"])
     order = np.argsort(-probs, kind="stable")[:SHOWN]
     top = max(probs[order[0]], 1e-9)

@@ -8,7 +8,6 @@ the pretrained weights for every widget of the page.
 
 from __future__ import annotations
 
-from functools import lru_cache
 
 import numpy as np
 
@@ -39,18 +38,19 @@ def curve(history: list[float], steps: int, title: str = "Entrenant al navegador
                               f"fita del bigrama {fmt.number(bound, 2)}.")
 
 
-@lru_cache(maxsize=4)
-def heldout_loss(generation: int) -> float:
-    """Held-out loss of the model in use: it changes only when the weights do (`generation`)."""
-    cfg, p, _ = pretrained.load(MODEL)
-    return evaluate(p, cfg, corpus.data()[1])
+def heldout_loss() -> float:
+    """Held-out loss of the model in use: computed again only when the weights change."""
+    def make():
+        cfg, p, _ = pretrained.load(MODEL)
+        return evaluate(p, cfg, corpus.data()[1])
+    return pretrained.derived(("training.heldout", MODEL), make)
 
 
 def training() -> dict:
     """The model the widgets use now (committed, or retrained in the browser): its losses.
     (`steps` and `seed` are the parameters of the next training run, not of this.)"""
     cfg, p, history = pretrained.load(MODEL)
-    heldout = heldout_loss(pretrained.generation())
+    heldout = heldout_loss()
     return {"params": gpt.n_params(p), "steps_trained": len(history), "heldout_loss": heldout,
             "bigram": corpus.bigram_bound(), "beats_bigram": heldout < corpus.bigram_bound(),
             "final_train_loss": float(smooth(history)[-1]), "history": history}

@@ -94,20 +94,33 @@ def check(name: str) -> None:
 
 
 _override: dict[str, tuple[dict, list[float]]] = {}
-_generation = 0  # bumped whenever weights are replaced
+_derived: dict[tuple, object] = {}  # results computed from the weights in use; dropped with them
+DERIVED_MAX = 256
 
 
 def override(name: str, params: dict, history: list[float]) -> None:
     """Use these weights for `name` from now on (the browser's retraining)."""
-    global _generation
     _override[name] = (params, list(history))
-    _generation += 1
+    forget()
+
+
+def forget() -> None:
+    """Drop every loaded model and every result derived from one (weights changed)."""
     load.cache_clear()
+    _derived.clear()
 
 
-def generation() -> int:
-    """Part of the key of any cache of model outputs: it changes when weights do."""
-    return _generation
+def derived(key: tuple, make):
+    """make(), computed once per `key` while the weights stay the same.
+
+    Widgets keep what a control change does not alter (a prefill, a quantized model, a
+    held-out loss) here rather than in caches of their own, so that new weights (a
+    retraining in the browser) invalidate every such result in one place."""
+    if key not in _derived:
+        if len(_derived) >= DERIVED_MAX:
+            _derived.clear()
+        _derived[key] = make()
+    return _derived[key]
 
 
 @cache
