@@ -258,3 +258,88 @@ def test_training_can_be_cancelled(watched, server):
     wait_idle(page, sel)
     assert json.loads(page.get_attribute(sel, "data-values"))["steps_trained"] == 1500  # pretrained kept
     assert page.locator(f"{sel} .tw-train-start").is_enabled()
+
+
+KERNEL_IDLE = "() => window.tw.kernel.get(JSON.parse(document.getElementById('tw-config').dataset.config)).pending.size === 0"
+
+
+def test_a_training_belongs_to_the_page_that_started_it(watched, server):
+    """Leaving the page ends its run: the next page is not streamed into, Start is free,
+    and coming back and starting again runs one training, its steps in order (issue 15 §3)."""
+    page = watched.page
+    start_training(page, server, 10)
+    page.click(".tw-twin >> nth=0")  # instant navigation to the other track
+    page.wait_for_url("**/sense-formules.html*")
+    page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
+                           timeout=BOOT_MS)
+    page.wait_for_function(KERNEL_IDLE, timeout=20_000)  # the old run was cancelled: no call left in the worker
+    assert page.locator("[data-train-step]").count() == 0  # nothing streams into this page
+    page.go_back()
+    page.wait_for_url("**/cap15/")
+    page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
+                           timeout=BOOT_MS)
+    page.wait_for_timeout(500)
+    assert page.get_attribute(TRAINING, "data-train-step") is None
+    assert page.locator(f"{TRAINING} .tw-train-start").is_enabled()
+    assert page.locator(f"{TRAINING} .tw-train-cancel").is_hidden()
+    page.evaluate("""s => { window.__steps = [];
+        new MutationObserver(() => window.__steps.push(Number(document.querySelector(s).dataset.trainStep)))
+            .observe(document.querySelector(s), { attributes: true, attributeFilter: ['data-train-step'] }); }""", TRAINING)
+    page.click(f"{TRAINING} .tw-train-start")
+    page.wait_for_function("s => Number(document.querySelector(s).dataset.trainStep) >= 60", arg=TRAINING, timeout=60_000)
+    page.click(f"{TRAINING} .tw-train-cancel")
+    page.wait_for_function(KERNEL_IDLE, timeout=20_000)
+    steps = page.evaluate("window.__steps")
+    assert steps == sorted(set(steps)) and steps[0] <= 10, steps  # one run: no step twice, none going back
+    assert watched.errors == []
+
+
+def test_a_slow_widget_keeps_the_others_answering(watched, server):
+    """The clock at 15 repeats times for seconds, in stages; between them other widgets run:
+    the roofline answers while the clock is still busy, and the clock says what it is doing
+    (issue 15 §5)."""
+    page = watched.page
+    page.goto(server + PAGE)
+    page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
+                           timeout=BOOT_MS)
+    clock, roofline = '.tw-widget[data-widget="clock"]', '.tw-widget[data-widget="roofline"]'
+    wait_idle(page, clock)
+    page.eval_on_selector(f"{clock} [name=repeats]", "el => { el.value = el.max; el.dispatchEvent(new Event('input', {bubbles: true})); }")
+    page.wait_for_function("s => document.querySelector(s + ' .tw-status').textContent.startsWith('Calculant')",
+                           arg=clock, timeout=20_000)
+    assert page.locator(f"{clock} .tw-progress").is_visible()
+    tpot = page.text_content(f'{roofline} [data-value="tpot_ms"] dd')
+    page.select_option(f"{roofline} select[name=model]", "mixtral-8x7b")
+    page.wait_for_function("([s, t]) => document.querySelector(s + ' [data-value=\"tpot_ms\"] dd').textContent !== t",
+                           arg=[roofline, tpot], timeout=20_000)
+    assert page.get_attribute(clock, "data-busy") == "true", "the roofline waited for the whole clock run"
+    wait_idle(page, roofline)
+    assert_matches_cpython(page, roofline)
+    page.wait_for_function("s => !document.querySelector(s).dataset.busy", arg=clock, timeout=120_000)
+    assert page.locator(f"{clock} .tw-pending").count() == 0 and page.locator(f"{clock} .tw-progress").is_hidden()
+    assert_matches_cpython(page, clock)
+    assert watched.errors == []
+
+
+def test_quantize_streams_its_formats_and_the_latest_change_wins(watched, server):
+    """A change of group shows progress at once, the INT4 loss before the other formats,
+    and a burst of changes ends on the last one, as CPython computes it."""
+    page = watched.page
+    page.goto(server + PAGE)
+    sel = '.tw-widget[data-widget="quantize"]'
+    page.wait_for_function("s => document.querySelector(s).dataset.state === 'ready'", arg=sel, timeout=BOOT_MS)
+    wait_idle(page, sel)
+    page.evaluate("""s => { const w = document.querySelector(s); window.__seen = [];
+        new MutationObserver(() => window.__seen.push([w.querySelector('.tw-status').textContent,
+            w.querySelector('[data-value=loss_int4]').classList.contains('tw-pending')]))
+            .observe(w, { subtree: true, childList: true, characterData: true }); }""", sel)
+    page.eval_on_selector(f"{sel} [name=group]", """el => { for (const i of [0, 1, 2, 0, 1]) {
+        el.value = i; el.dispatchEvent(new Event('input', {bubbles: true})); } }""")
+    wait_idle(page, sel)
+    seen = page.evaluate("window.__seen")
+    assert any(status.startswith("Calculant") for status, _ in seen)
+    assert any(pending for _, pending in seen)  # the panel marked what was still to come
+    assert page.locator(f"{sel} .tw-pending").count() == 0
+    assert dom_params(page, sel)["group"] == 16
+    assert_matches_cpython(page, sel)
+    assert watched.errors == []

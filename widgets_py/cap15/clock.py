@@ -17,7 +17,7 @@ import numpy as np
 from ..engine import fmt
 from ..models import gpt, pretrained
 from ..engine.params import Output, Param
-from ..engine.widget import Widget
+from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot
 
 LENGTHS = (16, 32, 64, 128, 256, 512)
@@ -60,44 +60,57 @@ def best_of(fn, repeats: int) -> float:
     return min(times)
 
 
-def clock(repeats: int, seed: int) -> dict:
+def clock(repeats: int, seed: int):
+    """A staged compute (engine.widget.Partial): the counts come from the shapes at once, the
+    timings one context length at a time, each shown as soon as it is measured."""
     cfg, p, _ = pretrained.load("mini")
     tokens = np.random.default_rng(seed).integers(0, cfg.vocab, max(LENGTHS) + 1)  # [513]
-    out = {}
-    for L in LENGTHS:
+    c = counts(cfg, gpt.n_params(p), 128)
+    out = {"params": gpt.n_params(p), "runtime": runtime(),
+           "bytes_decode": c["bytes_decode"], "bytes_prefill_128": c["bytes_prefill"],
+           "flops_prefill_128": c["flops_prefill"], "flops_decode_128": c["flops_decode"]}
+    for i, L in enumerate(LENGTHS):
+        yield Partial(dict(out), i / len(LENGTHS), f"cronometrant el context de {L} tokens")
         prefill = best_of(lambda: gpt.extend(p, cfg, tokens[:L]), repeats)
         _, kv = gpt.extend(p, cfg, tokens[:L])
         decode = best_of(lambda: gpt.extend(p, cfg, tokens[L:L + 1], kv), repeats)
         out |= {f"prefill_ms_{L}": 1e3 * prefill, f"prefill_us_per_token_{L}": 1e6 * prefill / L,
                 f"decode_us_{L}": 1e6 * decode}
-    c = counts(cfg, gpt.n_params(p), 128)
-    return out | {
-        "ratio_128": out["decode_us_128"] / out["prefill_us_per_token_128"],
-        "params": gpt.n_params(p), "runtime": runtime(),
-        "bytes_decode": c["bytes_decode"], "bytes_prefill_128": c["bytes_prefill"],
-        "flops_prefill_128": c["flops_prefill"], "flops_decode_128": c["flops_decode"],
-    }
+        if L == 128:
+            out["ratio_128"] = out["decode_us_128"] / out["prefill_us_per_token_128"]
+    return out
+
+
+def timed(v: dict) -> list[int]:
+    """The context lengths measured so far (all of them, once the run is over)."""
+    return [L for L in LENGTHS if f"decode_us_{L}" in v]
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
-    whole = [1e3 * v[f"prefill_ms_{L}"] for L in LENGTHS]  # µs
-    per_token = [v[f"prefill_us_per_token_{L}"] for L in LENGTHS]
-    decode = [v[f"decode_us_{L}"] for L in LENGTHS]
-    lo, hi = min(per_token + decode) / 2, max(whole) * 2
+    lengths = timed(v)
+    whole = [1e3 * v[f"prefill_ms_{L}"] for L in lengths]  # µs
+    per_token = [v[f"prefill_us_per_token_{L}"] for L in lengths]
+    decode = [v[f"decode_us_{L}"] for L in lengths]
+    lo, hi = (min(per_token + decode) / 2, max(whole) * 2) if lengths else (1.0, 1e5)
     plot = Plot(height=300, right=120).scales((12, 700), (lo, hi), xlog=True, ylog=True)
     ticks = [10.0 ** k for k in range(int(np.floor(np.log10(lo))) + 1, int(np.ceil(np.log10(hi))))]
     plot.axes(LENGTHS, ticks, "context L (tokens, escala log)", "µs (escala log)", fmt=lambda t: fmt.number(t))
     for ys, cls, label, dash in ((whole, "tw-s1", "prefill sencer", False),
                                  (per_token, "tw-s2", "prefill, per token", False),
                                  (decode, "tw-s3", "un pas de decode", True)):
-        plot.line(LENGTHS, ys, cls, dash)
-        for x, y in zip(LENGTHS, ys):
+        if not lengths:
+            break
+        plot.line(lengths, ys, cls, dash)
+        for x, y in zip(lengths, ys):
             plot.dot(x, y, cls, 3)
-        plot.text(plot.x(LENGTHS[-1]) + 6, plot.y(ys[-1]) + 4, label, "start", f"tw-note {cls}")
+        plot.text(plot.x(lengths[-1]) + 6, plot.y(ys[-1]) + 4, label, "start", f"tw-note {cls}")
     plot.text(plot.left + 6, plot.top + 14, f"mesurat a {v['runtime']}", "start", "tw-note")
-    alt = (f"Temps mesurats a {v['runtime']}: a 128 tokens, el prefill costa "
-           f"{fmt.number(v['prefill_us_per_token_128'], 1)} µs per token i un pas de decode "
-           f"{fmt.number(v['decode_us_128'], 1)} µs, {fmt.with_unit(v['ratio_128'], 1, '×')} més.")
+    if "ratio_128" in v:
+        alt = (f"Temps mesurats a {v['runtime']}: a 128 tokens, el prefill costa "
+               f"{fmt.number(v['prefill_us_per_token_128'], 1)} µs per token i un pas de decode "
+               f"{fmt.number(v['decode_us_128'], 1)} µs, {fmt.with_unit(v['ratio_128'], 1, '×')} més.")
+    else:
+        alt = f"Temps que es mesuren ara a {v['runtime']}: {len(lengths)} de {len(LENGTHS)} longituds de context."
     return plot.render("El rellotge: prefill i decode del mini-GPT", alt), alt
 
 

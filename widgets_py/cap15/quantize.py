@@ -22,7 +22,7 @@ from ..engine import fmt
 from ..models import corpus, gpt, pretrained
 from ..models.numformats import BITS, decode, encode, quantize
 from ..engine.params import Output, Param
-from ..engine.widget import Widget
+from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot
 from ..models.train import evaluate
 
@@ -39,6 +39,10 @@ HANDLING = {"none": "cap", "llmint8": "canals en 16 bits (LLM.int8)", "smoothqua
 def memo(key: tuple, make):
     """Results of the current weights, kept with them (pretrained.derived)."""
     return pretrained.derived(("quantize",) + key, make)
+
+
+def memoized(key: tuple) -> bool:
+    return pretrained.has_derived(("quantize",) + key)
 
 
 def with_outliers(p: dict, layers: int, factor: float) -> dict:
@@ -125,31 +129,49 @@ def prepared(outliers: float, handling: str) -> dict:
     return memo(("smooth", outliers), lambda: smooth(base, maxima(outliers), cfg.layers))
 
 
-def measured(outliers: float, name: str, group: int | None, handling: str) -> tuple[float, float, int]:
-    """(held-out loss, bits per weight, 16-bit channels) of one format; cached per weights."""
+def format_key(outliers: float, name: str, group: int | None, handling: str) -> tuple:
     if name == "bf16":  # no scale: grouping and outlier handling cannot change it
         group, handling = None, "none"
+    return ("format", outliers, name, group, handling)
+
+
+def measured(outliers: float, name: str, group: int | None, handling: str) -> tuple[float, float, int]:
+    """(held-out loss, bits per weight, 16-bit channels) of one format; cached per weights."""
+    key = format_key(outliers, name, group, handling)
+    _, _, group, handling = key[1:]
 
     def make():
         cfg = model(outliers)[0]
         q, bits, n, kept = quantize_model(prepared(outliers, handling), name, group, handling == "llmint8")
         return evaluate(q, cfg, corpus.data()[1], EVAL_TOKENS), bits / n, kept
-    return memo(("format", outliers, name, group, handling), make)
+    return memo(key, make)
 
 
-def quantization(granularity: str, group: int, outliers: float, outlier_handling: str) -> dict:
+ORDER = ("int4", "int8", "nf4", "fp8", "bf16")  # the panel's format first: the order results arrive in
+
+
+def quantization(granularity: str, group: int, outliers: float, outlier_handling: str):
+    """A staged compute (engine.widget.Partial): the figure needs only the weights, so it comes
+    first; then the held-out loss of each format, INT4 first. Stages already measured for
+    these weights report nothing."""
     cfg, base = model(outliers)
     g = group if granularity == "group" else None
-    original = memo(("original", outliers), lambda: evaluate(base, cfg, corpus.data()[1], EVAL_TOKENS))
-    out = {"loss_original": original, "bigram": corpus.bigram_bound()}
-    for name in BITS:
-        loss, bits, _ = measured(outliers, name, g, outlier_handling)
-        out |= {f"loss_{name}": loss, f"degradation_{name}": loss - original,
-                f"bits_{name}": bits, f"memory_{name}": bits / 16}
-    out["kept_channels"] = measured(outliers, "int4", g, outlier_handling)[2]  # 16-bit input channels, all matrices
     w = base["h0.qkv.w"]
     normal = np.delete(w, OUTLIER_CHANNELS, axis=0)
-    out["outlier_ratio"] = float(np.abs(w).max() / np.abs(normal).max())
+    out = {"bigram": corpus.bigram_bound(), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
+    todo = [name for name in ORDER if not memoized(format_key(outliers, name, g, outlier_handling))]
+    if not memoized(("original", outliers)):
+        yield Partial(dict(out), 0.0, "pèrdua del model original")
+    out["loss_original"] = original = memo(("original", outliers),
+                                           lambda: evaluate(base, cfg, corpus.data()[1], EVAL_TOKENS))
+    for name in ORDER:
+        if name in todo:
+            yield Partial(dict(out), (1 + todo.index(name)) / (len(todo) + 1), f"pèrdua a {LABELS[name]}")
+        loss, bits, kept = measured(outliers, name, g, outlier_handling)
+        out |= {f"loss_{name}": loss, f"degradation_{name}": loss - original,
+                f"bits_{name}": bits, f"memory_{name}": bits / 16}
+        if name == "int4":
+            out["kept_channels"] = kept  # 16-bit input channels, all matrices
     return out
 
 
@@ -192,17 +214,24 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
            f"{fmt.number(p['outliers'])}× (en un altre color, a la vora). A INT4 arrodoneixen a zero "
            f"el {fmt.percent(zeroed[1])} dels pesos normals amb una escala per tensor i el {fmt.percent(zeroed[2])} "
            f"amb una per grup" + (f", i el {fmt.percent(zeroed[3])} amb {HANDLING[p['outlier_handling']]}" if len(lines) > 3 else "")
-           + f". Pèrdua a INT4: {fmt.number(v['loss_int4'], 3)} nats contra {fmt.number(v['loss_original'], 3)}.")
+           + (f". Pèrdua a INT4: {fmt.number(v['loss_int4'], 3)} nats contra {fmt.number(v['loss_original'], 3)}."
+              if "loss_int4" in v else ". La pèrdua a INT4 encara s'està mesurant."))
     return plot.render("Un outlier estira la graella del seu grup", alt), alt
 
 
+def _row(label: str, v: dict, k: str) -> str:
+    if f"loss_{k}" not in v:  # a staged run's format still being measured
+        return f'<tr class="tw-pending"><td>{label}</td><td colspan="4">es mesura…</td></tr>'
+    return (f"<tr><td>{label}</td><td>{fmt.number(v['loss_' + k], 3)}</td><td>{fmt.number(v['degradation_' + k], 3)}</td>"
+            f"<td>{fmt.number(v['bits_' + k], 2)}</td><td>{fmt.percent(v['memory_' + k])}</td></tr>")
+
+
 def _tables(p: dict, v: dict) -> str:
-    rows = "".join(
-        f"<tr><td>{label}</td><td>{fmt.number(v['loss_' + k], 3)}</td><td>{fmt.number(v['degradation_' + k], 3)}</td>"
-        f"<td>{fmt.number(v['bits_' + k], 2)}</td><td>{fmt.percent(v['memory_' + k])}</td></tr>" for k, label in LABELS.items())
+    rows = "".join(_row(label, v, k) for k, label in LABELS.items())
+    original = fmt.number(v["loss_original"], 3) if "loss_original" in v else "es mesura…"
     return ("<table><thead><tr><th>Format</th><th>pèrdua (nats)</th><th>degradació</th><th>bits per pes</th>"
             f"<th>memòria contra BF16</th></tr></thead><tbody><tr><td>original (float32)</td>"
-            f"<td>{fmt.number(v['loss_original'], 3)}</td><td>—</td><td>32</td><td>200 %</td></tr>{rows}</tbody></table>")
+            f"<td>{original}</td><td>—</td><td>32</td><td>200 %</td></tr>{rows}</tbody></table>")
 
 
 PARAMS = (

@@ -13,6 +13,18 @@ def render(name: str, params_json: str) -> str:
     return json.dumps(registry.reply(name, json.loads(params_json)), ensure_ascii=False)
 
 
+class Run:
+    """One widget run, a stage per call: the worker posts each partial and, between stages,
+    lets other calls in (a long compute yields Partials; any other compute is one stage)."""
+
+    def __init__(self, name: str, params_json: str):
+        self.stages = registry.replies(name, json.loads(params_json))
+
+    def advance(self) -> str:
+        """JSON of the next stage: a partial reply (`partial: true`), or the final reply."""
+        return json.dumps(next(self.stages), ensure_ascii=False)
+
+
 def fixed(name: str, params_json: str) -> str:
     """The values alone (no figure), for numbers that the prose shows at fixed parameters."""
     _, values = registry.compute(name, json.loads(params_json))

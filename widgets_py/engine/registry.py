@@ -10,6 +10,7 @@ modules; they import only the contract (`widget.py`), never the registry.
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 import pkgutil
 import re
@@ -19,9 +20,10 @@ from functools import cache
 from typing import Any
 
 from .params import ParamError, validate
-from .widget import Result, Widget
+from .widget import Partial, Result, Widget
 
-__all__ = ["Result", "Widget", "compute", "formatted", "get", "is_measured", "names", "run", "validate_params"]
+__all__ = ["Partial", "Result", "Widget", "compute", "formatted", "get", "is_measured", "names", "replies", "run",
+           "validate_params"]
 
 
 ROOT = __name__.split(".")[0]  # widgets_py
@@ -71,17 +73,32 @@ def names() -> list[str]:
     return sorted(_all())
 
 
-def _state(widget: Widget, params: dict) -> Any:
-    """compute() at `params`, without the parameters that belong to a training run."""
+def _stages(widget: Widget, params: dict):
+    """compute() at `params` (without the parameters of a training run), as a generator:
+    the Partials of a long compute, then its final state (returned, as StopIteration.value)."""
     skip = widget.trainable.run_params if widget.trainable else ()
-    return widget.compute(**{k: v for k, v in params.items() if k not in skip})
+    out = widget.compute(**{k: v for k, v in params.items() if k not in skip})
+    if inspect.isgenerator(out):
+        out = yield from out
+    return out
 
 
-def _values(widget: Widget, state: Any) -> dict:
+def _state(widget: Widget, params: dict) -> Any:
+    """The final state: a long compute's partials are not wanted here."""
+    stages = _stages(widget, params)
+    while True:
+        try:
+            part = next(stages)
+        except StopIteration as end:
+            return end.value
+        assert isinstance(part, Partial), f"{widget.name}: compute yielded {type(part).__name__}, not Partial"
+
+
+def _values(widget: Widget, state: Any, partial: bool = False) -> dict:
     raw = widget.values(state) if widget.values else state
     values = {k: _plain(v) for k, v in raw.items()}
     missing = [o.name for o in widget.outputs if o.name not in values]
-    assert not missing, f"{widget.name}: outputs not computed: {missing}"
+    assert partial or not missing, f"{widget.name}: outputs not computed: {missing}"
     for key, value in values.items():
         if isinstance(value, float):
             assert math.isfinite(value), f"{widget.name}: output '{key}' is not finite ({value})"
@@ -112,15 +129,39 @@ def reply(name: str, raw: dict[str, Any] | None = None) -> dict[str, Any]:
             "alt": result.alt, "tables": result.tables}
 
 
+def replies(name: str, raw: dict[str, Any] | None = None):
+    """reply(), stage by stage: a long compute's partials first (each with `partial`, `done`
+    and `message`; its values may lack outputs still to come), then the final reply."""
+    widget = get(name)
+    params = validate(widget.params, raw or {})
+    stages = _stages(widget, params)
+    while True:
+        try:
+            part = next(stages)
+        except StopIteration as end:
+            state = end.value
+            break
+        assert isinstance(part, Partial), f"{widget.name}: compute yielded {type(part).__name__}, not Partial"
+        values = _values(widget, part.state, partial=True)
+        svg, alt = widget.figure(params, part.state)
+        yield {"partial": True, "done": part.done, "message": part.message, "values": values,
+               "text": formatted(name, values), "figure": svg, "alt": alt,
+               "tables": widget.tables(params, part.state) if widget.tables else ""}
+    svg, alt = widget.figure(params, state)
+    values = _values(widget, state)
+    yield {"values": values, "text": formatted(name, values), "figure": svg, "alt": alt,
+           "tables": widget.tables(params, state) if widget.tables else ""}
+
+
 def _plain(value: Any) -> Any:
     """numpy scalars -> Python scalars, so values serialise as plain JSON numbers."""
     return value.item() if hasattr(value, "item") and not isinstance(value, (list, dict)) else value
 
 
 def formatted(name: str, values: dict[str, Any]) -> dict[str, str]:
-    """Catalan text of every declared output, for the panel and for live numbers."""
+    """Catalan text of every declared output present in `values`, for the panel and for live numbers."""
     widget = get(name)
-    return {o.name: o.format(values[o.name]) for o in widget.outputs}
+    return {o.name: o.format(values[o.name]) for o in widget.outputs if o.name in values}
 
 
 def is_measured(name: str, key: str) -> bool:

@@ -9,6 +9,12 @@ prerender the page at build time (CPython) and recompute it in the reader's brow
     svg, alt = figure(params, state)  # the drawing, from the state: never computed again
 
 `values` may be omitted when `compute` returns the values dict itself.
+
+A long `compute` (timing runs, several model evaluations) is a generator: it yields
+`Partial(state so far, fraction done, message)` between its stages and returns the final
+state. Python callers get the final state only; the browser worker shows each partial
+(its figure, the values it already has) and, between stages, lets other widgets' runs
+in and drops a run that a newer control change has made stale.
 """
 
 from __future__ import annotations
@@ -25,6 +31,16 @@ class Result:
     figure: str  # SVG markup, styled by the site's CSS classes
     alt: str  # text alternative of the figure, stating its key numbers
     tables: str = ""  # optional HTML tables (already formatted in Catalan)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """What a long compute yields between stages; `figure` and `values` must accept `state`
+    (a values dict may lack outputs still to come: the page shows them as pending)."""
+
+    state: Any
+    done: float  # fraction of the work done, 0..1
+    message: str = ""  # Catalan: what it is computing now, for the widget's status line
 
 
 @dataclass(frozen=True)
@@ -48,7 +64,7 @@ class Widget:
     title: str  # Catalan title shown above the widget
     params: tuple[Param, ...]
     outputs: tuple[Output, ...]
-    compute: Callable[..., Any]  # (**params) -> state
+    compute: Callable[..., Any]  # (**params) -> state, or a generator of Partial returning the state
     figure: Callable[[dict, Any], tuple[str, str]]  # (params, state) -> (svg, alt)
     values: Callable[[Any], dict[str, Any]] | None = None  # state -> named values (None: state is them)
     tables: Callable[[dict, Any], str] | None = None  # (params, state) -> html

@@ -110,6 +110,12 @@ def forget() -> None:
     _derived.clear()
 
 
+def has_derived(key: tuple) -> bool:
+    """Whether derived(key, …) would answer without computing (a long compute skips its
+    progress report for a stage it already has)."""
+    return key in _derived
+
+
 def derived(key: tuple, make):
     """make(), computed once per `key` while the weights stay the same.
 

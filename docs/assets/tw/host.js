@@ -18,6 +18,7 @@
     file: "Pàgina oberta des del disc: la figura és la precalculada. Per fer-la interactiva, serveix la carpeta del lloc (vegeu el README).",
     unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers). La figura és la precalculada.",
     restarting: "Càlcul aturat: Python es torna a carregar…",
+    partial: (what) => `Calculant${what ? `: ${what}` : ""}… Els valors pendents es marquen.`,
   };
   const { RUN, FIXED } = tw.protocol.CALLS;
 
@@ -33,31 +34,49 @@
     if (copy) copy.disabled = !enabled;
   }
 
+  /** A reply, or a long run's partial (its values may lack outputs still to come: pending). */
   function apply(w, data) {
-    w.dataset.values = JSON.stringify(data.values); // raw numbers, for tests and the curious
+    if (!data.partial) w.dataset.values = JSON.stringify(data.values); // raw numbers, for tests and the curious
     part(w, ".tw-figure").innerHTML = data.figure;
     w.querySelectorAll(".tw-values [data-value]").forEach((row) => {
-      row.querySelector("dd").textContent = data.text[row.dataset.value];
+      const known = row.dataset.value in data.text;
+      row.classList.toggle("tw-pending", !known);
+      if (known) row.querySelector("dd").textContent = data.text[row.dataset.value];
     });
     const tables = part(w, ".tw-tables");
     if (tables) tables.innerHTML = data.tables;
     const prefix = w.dataset.instance + ".";
     document.querySelectorAll(".tw-live").forEach((span) => {
       if (!span.dataset.live.startsWith(prefix)) return;
-      span.textContent = data.text[span.dataset.live.slice(prefix.length)];
+      const key = span.dataset.live.slice(prefix.length);
+      span.classList.toggle("tw-pending", !(key in data.text));
+      if (!(key in data.text)) return;
+      span.textContent = data.text[key];
       span.classList.toggle("tw-edited", w.dataset.edited === "true"); // codepanel.js: from the reader's code
       if (w.dataset.edited === "true") span.title = tw.codepanel.liveTitle;
       else span.removeAttribute("title");
     });
   }
 
-  /** One run at a time per widget; the latest change wins, older queued params are dropped. */
+  /** A long run's stage: what it has so far, and what it is computing now. */
+  function showPartial(w, data) {
+    apply(w, data);
+    part(w, ".tw-status").textContent = TEXT.partial(data.message);
+    const bar = part(w, ".tw-progress");
+    bar.hidden = false;
+    bar.value = data.done;
+  }
+
+  /** One run at a time per widget; the latest change wins: a newer change cancels the run
+   *  in flight (a long run stops at its next stage) and older queued params are dropped. */
   async function request(w) {
     const here = page;
-    const lane = here.lane.get(w);
+    const lane = here && here.lane.get(w);
+    if (!lane) return; // a widget of a page that is gone
     const params = tw.readParams(w);
     if (lane.busy) {
       lane.next = params;
+      if (lane.call && lane.call.cancel) lane.call.cancel();
       return;
     }
     lane.busy = true;
@@ -65,12 +84,14 @@
     let outcome;
     try {
       const edited = tw.codepanel && tw.codepanel.edited(w) !== null; // the reader's code (codepanel.js)
-      const data = edited ? await tw.codepanel.run(w, here.kernel, params)
-        : await here.kernel.call(RUN, { widget: w.dataset.widget, params });
-      outcome = { ok: true, data };
+      const onStep = (data) => page === here && !lane.next && showPartial(w, data);
+      lane.call = edited ? tw.codepanel.run(w, here.kernel, params)
+        : here.kernel.call(RUN, { widget: w.dataset.widget, params }, onStep);
+      outcome = { ok: true, data: await lane.call };
     } catch (error) {
       outcome = { ok: false, error };
     }
+    lane.call = null;
     if (page !== here) return; // the page it belonged to is gone
     lane.busy = false;
     if (lane.next) {
@@ -79,7 +100,9 @@
       return;
     }
     delete w.dataset.busy;
-    if (outcome.ok) {
+    if (outcome.ok && outcome.data.cancelled) {
+      request(w); // cancelled without a newer change waiting (a page swap, say): compute it again
+    } else if (outcome.ok) {
       apply(w, outcome.data);
       setState(w, "ready", TEXT.ready);
     } else if (outcome.error.kind === "stopped") {
@@ -100,6 +123,7 @@
   }
 
   function afterTraining() {
+    if (!page) return; // trained to the end while the reader was on a page without widgets
     page.widgets.forEach(request); // every widget recomputes with the new weights
     refreshFixed();
   }
@@ -126,11 +150,18 @@
     });
   }
 
+  /** The page is gone (instant navigation): its runs in flight stop at their next stage. */
+  function leave(gone) {
+    gone.unsubscribe();
+    gone.lane.forEach((lane) => lane.call && lane.call.cancel && lane.call.cancel());
+    gone.trainers.forEach((t) => t.leave && t.leave());
+  }
+
   function start() {
     const widgets = [...document.querySelectorAll(".tw-widget")];
     const configEl = document.getElementById("tw-config");
     if (widgets.length && widgets.every((w) => w.dataset.hosted)) return; // this page is set up already
-    if (page) page.unsubscribe();
+    if (page) leave(page);
     page = null;
     if (!widgets.length || !configEl) return;
     widgets.forEach((w) => (w.dataset.hosted = "true"));
@@ -140,7 +171,7 @@
     const kernel = tw.kernel.get(JSON.parse(configEl.dataset.config));
     const here = (page = { kernel, widgets, lane: new Map(), trainers: [], unsubscribe: () => {} });
     widgets.forEach((w) => {
-      here.lane.set(w, { busy: false, next: null });
+      here.lane.set(w, { busy: false, next: null, call: null });
       tw.addCopyButton(w);
       if (tw.codepanel) tw.codepanel.setup(w, { kernel: () => here.kernel, recompute: () => request(w), restart });
       if (tw.applyUrlState(w) !== null) w.dataset.fromUrl = "true";

@@ -22,7 +22,8 @@
     STEP: "step",
     REPLY: "reply",
     CALLS: Object.freeze({
-      RUN: "run", // {widget, params} -> {values, text, figure, alt, tables}
+      RUN: "run", // {widget, params} -> steps {partial, done, message, values, text, figure, alt, tables},
+      //           reply {values, text, figure, alt, tables} | {cancelled}
       FIXED: "fixed", // {widget, params} -> {values, text}: numbers only, for prose at fixed params
       TRAIN: "train", // {widget, params} -> steps {step, steps, status, figure}, reply {status, elapsed_s} | {cancelled}
       SOURCE: "source", // {widget} -> {module, file, source}: the widget's module as shipped (codepanel.js)

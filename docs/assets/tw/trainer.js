@@ -1,7 +1,9 @@
 // Training as a capability: any widget whose HTML has a .tw-train block (a widget declared
 // trainable in Python) gets a start and a cancel button driving one training call in the
 // kernel; several on one page each run their own call. The curve is redrawn at each step;
-// when a run ends, `onTrained` lets the page recompute with the new weights.
+// when a run ends, `onTrained` lets the page recompute with the new weights. A run belongs
+// to the page that started it: leaving the page (instant navigation) cancels it, so a
+// page never shows a run it did not start and two runs never share the worker.
 (() => {
   "use strict";
   const tw = (window.tw = window.tw || {});
@@ -12,7 +14,7 @@
     failed: (why) => `L'entrenament ha fallat: ${why}.`,
   };
 
-  /** Wire the widget's training block; returns {enable()} or null if it has none. */
+  /** Wire the widget's training block; returns {enable(), leave()} or null if it has none. */
   function setup(w, { kernel, onTrained, onStopped }) {
     const block = w.querySelector(".tw-train");
     if (!block) return null;
@@ -23,6 +25,7 @@
       status: block.querySelector(".tw-train-status"),
     };
     let running = null; // the pending training call
+    let left = false; // the page was swapped for another: this block is no longer shown
 
     const show = (on) => {
       parts.start.disabled = on;
@@ -42,7 +45,9 @@
       try {
         const data = await running;
         show(false);
-        if (data.cancelled) {
+        if (data.cancelled && left) {
+          // stopped because its page was left: nothing here is shown any more
+        } else if (data.cancelled) {
           parts.status.textContent = TEXT.cancelled;
           onStopped(w);
         } else {
@@ -54,13 +59,19 @@
       } catch (error) {
         show(false);
         parts.status.textContent = TEXT.failed(error.message);
-        onStopped(w);
+        if (!left) onStopped(w);
       } finally {
         running = null;
       }
     });
     parts.cancel.addEventListener("click", () => running && running.cancel());
-    return { enable: () => (parts.start.disabled = running !== null) };
+    return {
+      enable: () => (parts.start.disabled = running !== null),
+      leave: () => {
+        left = true;
+        if (running) running.cancel();
+      },
+    };
   }
 
   tw.trainer = { setup };

@@ -31,8 +31,26 @@ function lastLine(error) {
   return lines[lines.length - 1];
 }
 
+const turn = () => new Promise((resolve) => setTimeout(resolve, 0)); // let queued messages in
+
 const CALLS = {
-  [P.CALLS.RUN]: ({ widget, params }) => JSON.parse(entry.render(widget, JSON.stringify(params))),
+  // a stage at a time: partials go out as steps; between stages other calls run, and a run
+  // the page has cancelled (a newer change of the same widget) stops
+  [P.CALLS.RUN]: async ({ widget, params }, id) => {
+    const run = entry.Run(widget, JSON.stringify(params));
+    try {
+      for (;;) {
+        const data = JSON.parse(run.advance());
+        if (!data.partial) return data;
+        post(P.STEP, { id, data });
+        await turn();
+        if (cancelled.has(id)) return { cancelled: true };
+      }
+    } finally {
+      cancelled.delete(id);
+      run.destroy();
+    }
+  },
   [P.CALLS.FIXED]: ({ widget, params }) => JSON.parse(entry.fixed(widget, JSON.stringify(params))),
   [P.CALLS.SOURCE]: ({ widget }) => JSON.parse(entry.source(widget)),
   [P.CALLS.EDITED]: ({ widget, key, code, params }) =>
@@ -44,7 +62,7 @@ const CALLS = {
         const data = JSON.parse(trainer.advance(5));
         if (data.done) return data;
         post(P.STEP, { id, data });
-        await new Promise((resolve) => setTimeout(resolve, 0)); // let cancels and widget runs in
+        await turn(); // let cancels and widget runs in
         if (cancelled.has(id)) return { cancelled: true };
       }
     } finally {

@@ -1,0 +1,89 @@
+"""Long computes in stages (engine.widget.Partial): what the browser is shown on the way,
+and that the end is exactly the one-shot run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from widgets_py.cap15 import clock
+from widgets_py.engine import registry
+from widgets_py.engine.registry import is_measured, names, replies, reply
+from widgets_py.engine.widget import Partial
+from widgets_py.models import pretrained
+
+
+def final(name: str, params: dict | None = None) -> tuple[list[dict], dict]:
+    *partials, last = replies(name, params)
+    return partials, last
+
+
+@pytest.mark.parametrize("name", names())
+def test_the_last_stage_is_the_one_shot_reply(name):
+    partials, last = final(name)
+    assert all(p["partial"] for p in partials) and "partial" not in last
+    once = reply(name)
+    assert last.keys() == once.keys()
+    assert last["values"].keys() == once["values"].keys()
+    for key, value in once["values"].items():
+        assert is_measured(name, key) or last["values"][key] == value, key
+    if not registry.get(name).measured:
+        assert last == once
+
+
+def test_quantize_shows_its_figure_first_then_each_format_int4_first():
+    pretrained.forget()  # nothing measured for these weights yet
+    partials, last = final("quantize", {"group": 32})
+    assert len(partials) == 1 + 5  # the original model, then five formats
+    first = partials[0]
+    assert "loss_original" not in first["values"] and "loss_int4" not in first["values"]
+    assert first["values"]["outlier_ratio"] == last["values"]["outlier_ratio"]
+    assert "es mesura…" in first["tables"] and "es mesura…" not in last["tables"]
+    assert "loss_int4" in partials[2]["values"] and "loss_int8" not in partials[2]["values"]
+    done = [p["done"] for p in partials]
+    assert done == sorted(done) and 0 <= done[0] and done[-1] < 1
+    for p in partials:  # what a partial shows is what the end shows
+        assert all(last["values"][k] == v for k, v in p["values"].items())
+        assert all(last["text"][k] == t for k, t in p["text"].items())
+        assert p["message"]
+
+
+def test_quantize_reports_only_the_stages_a_change_needs():
+    final("quantize", {"group": 16})
+    assert final("quantize", {"group": 16})[0] == []  # all measured already: one stage
+    partials, _ = final("quantize", {"group": 16, "granularity": "tensor"})
+    assert 1 <= len(partials) <= 4  # bf16 has no scale, the original did not change
+
+
+def test_clock_shows_each_context_length_as_it_is_timed():
+    partials, last = final("clock", {"repeats": 1})
+    assert len(partials) == len(clock.LENGTHS)
+    assert [len(clock.timed(p["values"])) for p in partials] == list(range(len(clock.LENGTHS)))
+    assert "bytes_decode" in partials[0]["values"]  # counted from the shapes, at once
+    assert clock.timed(last["values"]) == list(clock.LENGTHS)
+
+
+def test_a_compute_that_yields_something_else_is_refused():
+    def bad(**params):
+        yield {"not": "a Partial"}
+        return {}
+
+    with registry.substituted("roofline", dataclasses.replace(registry.get("roofline"), compute=bad)):
+        with pytest.raises(AssertionError, match="not Partial"):
+            list(replies("roofline"))
+        with pytest.raises(AssertionError, match="not Partial"):
+            registry.run("roofline")
+
+
+def test_a_partial_may_lack_outputs_the_end_may_not():
+    def short(**params):
+        yield Partial({}, 0.0, "res encara")
+        return {}
+
+    shell = dataclasses.replace(registry.get("roofline"), compute=short, figure=lambda p, s: ("<svg></svg>", ""), tables=None)
+    with registry.substituted("roofline", shell):
+        stages = replies("roofline")
+        assert next(stages)["values"] == {}
+        with pytest.raises(AssertionError, match="outputs not computed"):
+            next(stages)
