@@ -38,7 +38,7 @@ def control(p: Param, value, uid: str) -> str:
     labels = [p.display(v) for v in positions]
     field = (
         f'<input type="range" id="{cid}" name="{escape(p.name)}" min="0" max="{len(positions) - 1}" step="1" '
-        f'value="{index}" data-positions="{_attr(positions)}" data-labels="{_attr(labels)}" '
+        f'value="{index}" data-kind="{p.kind}" data-positions="{_attr(positions)}" data-labels="{_attr(labels)}" '
         f'aria-valuetext="{escape(p.display(value))}"{described} disabled>'
     )
     return (

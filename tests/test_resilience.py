@@ -196,3 +196,25 @@ def test_second_widget_page_is_interactive_fast_with_python_kept_warm(watched, s
     page.wait_for_function("s => document.querySelector(s).dataset.values && !document.querySelector(s).dataset.busy",
                            arg=sel, timeout=20_000)
     assert watched.errors == []
+
+
+def test_a_link_follows_the_number_grammar_of_the_cli(watched, server):
+    """One set of rules for numbers (numbers.js = params.parse_number): what the CLI refuses a
+    link cannot set; an in-range value between the slider's positions is snapped, and said so
+    apart from an out-of-range one; a repeated key keeps its first value, with a note."""
+    page = watched.page
+    page.goto(server + PAGE + "?roofline=batch:100,prompt_tokens:%20512%20,model:mixtral-8x7b,model:gpt2-xl"
+              "&cost=n_gpus:0x10,price:0.3,context:1e3")
+    roofline, cost = '.tw-widget[data-widget="roofline"]', '.tw-widget[data-widget="cost"]'
+    for sel in (roofline, cost):
+        page.wait_for_function("s => document.querySelector(s).dataset.values", arg=sel, timeout=BOOT_MS)
+    note = page.text_content(f"{roofline} .tw-urlnote")
+    assert "batch 100 → 128 (el valor més proper" in note and "fora del rang" not in note
+    assert "prompt_tokens descartat" in note and "model repetit" in note
+    assert page.input_value(f"{roofline} [name=model]") == "mixtral-8x7b"
+    note = page.text_content(f"{cost} .tw-urlnote")
+    assert "n_gpus descartat" in note and "context descartat" in note  # 0x10, and 1e3 for an integer
+    assert "price 0.3 →" in note and "més proper" in note
+    params = page.eval_on_selector(cost, "w => window.tw.readParams(w)")
+    assert params["n_gpus"] == 8 and params["context"] == 8192 and params["price"] in (0.25, 0.5)
+    assert watched.errors == []

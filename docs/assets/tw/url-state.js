@@ -11,7 +11,9 @@
     copyShown: "Copia aquest enllaç:",
     urlNote: (notes) => `Paràmetres de l'enllaç: ${notes.join("; ")}.`,
     clamped: (name, from, to) => `${name} ${from} → ${to} (fora del rang permès)`,
+    snapped: (name, from, to) => `${name} ${from} → ${to} (el valor més proper que ofereix el control)`,
     dropped: (name) => `${name} descartat (no és vàlid aquí)`,
+    repeated: (name) => `${name} repetit: es manté el primer valor`,
   };
 
   const controlsOf = (w) => [...w.querySelectorAll(".tw-controls [name]")];
@@ -56,14 +58,17 @@
       if (value !== "true" && value !== "false") return TEXT.dropped(name);
       el.checked = value === "true";
     } else {
-      const number = Number(value);
-      if (value === "" || !Number.isFinite(number)) return TEXT.dropped(name);
+      // the number grammar of the CLI and the directives (numbers.js): no hex, spaces, '1e2' for an int
+      const number = tw.parseNumber(value, el.dataset.kind || "float");
+      if (number === null || !Number.isFinite(number)) return TEXT.dropped(name);
       const positions = JSON.parse(el.dataset.positions);
       let best = 0;
       positions.forEach((p, i) => Math.abs(p - number) < Math.abs(positions[best] - number) && (best = i));
       el.value = String(best);
       showSlider(el);
-      if (positions[best] !== number) return TEXT.clamped(name, value, JSON.parse(el.dataset.labels)[best]);
+      const label = JSON.parse(el.dataset.labels)[best];
+      if (number < positions[0] || number > positions[positions.length - 1]) return TEXT.clamped(name, value, label);
+      if (positions[best] !== number) return TEXT.snapped(name, value, label);
     }
     return null;
   }
@@ -73,15 +78,22 @@
     const raw = new URLSearchParams(location.search).get(w.dataset.instance);
     if (raw === null) return null;
     const notes = [];
+    const seen = new Set();
     for (const pair of raw.split(",").filter(Boolean)) {
       const cut = pair.indexOf(":");
+      const name = cut > 0 ? pair.slice(0, cut) : pair;
+      if (seen.has(name)) {
+        notes.push(TEXT.repeated(name));
+        continue;
+      }
+      seen.add(name);
       let value;
       try {
         value = decodeURIComponent(cut > 0 ? pair.slice(cut + 1) : "");
       } catch {
         value = "";
       }
-      const note = setControl(w, cut > 0 ? pair.slice(0, cut) : pair, value);
+      const note = setControl(w, name, value);
       if (note) notes.push(note);
     }
     if (notes.length) {
