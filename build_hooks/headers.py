@@ -9,7 +9,9 @@ file can do both, so the build writes, next to the site:
     nginx-headers.conf      an nginx snippet to `include` in the site's `server` block
 
 The page policy is the union of every built page's meta policy (same directives, the
-inline-script hashes of all pages) plus `frame-ancestors 'none'`; the worker gets a policy of
+inline-script hashes of all pages, the single-file downloads' included) plus
+`frame-ancestors 'none'`. A browser enforces both the header and the meta policy, so each
+page stays held to its own meta policy; the header only has to allow all of them; the worker gets a policy of
 its own: its scripts and data from this origin only, WebAssembly compiled, no `eval`.
 GitHub Pages sends no custom headers: there only the meta policy and the worker's own
 lock-down (assets/tw/lockdown.js) apply (see the README).
@@ -45,6 +47,9 @@ def page_policy(site: Path) -> str:
             name, *sources = part.split()
             merged = directives.setdefault(name, [])
             merged += [s for s in sources if s not in merged]
+    for name, sources in directives.items():  # 'none' beside a source would be ignored: say it plainly
+        if len(sources) > 1 and "'none'" in sources:
+            sources.remove("'none'")
     assert directives, "no page carries a CSP meta tag: csp.py must run before headers.py"
     directives["frame-ancestors"] = ["'none'"]
     return "; ".join(" ".join([name, *sources]) for name, sources in directives.items())

@@ -15,9 +15,9 @@ import sys
 
 CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.quiz", "build_hooks.widget_pages", "build_hooks.codepanel",
             "build_hooks.glossary",
-            "build_hooks.mathml", "build_hooks.csp", "build_hooks.headers", "build_hooks.downloads", "build_hooks.offline")
+            "build_hooks.mathml", "build_hooks.csp", "build_hooks.downloads", "build_hooks.headers", "build_hooks.offline")
 # quiz before widget_pages (it expands its own md: directives), codepanel after it (it adds tw-config); csp after every <script> is in;
-# headers reads the pages' CSP once they are written; downloads reads the written pages; offline last
+# downloads reads the written pages; headers reads every page's CSP, the downloads' too; offline last
 
 
 class Textbook:
