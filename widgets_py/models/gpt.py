@@ -107,17 +107,24 @@ def mm_tn(a, b):
 
 # ---- layers: forward(...) -> (out, cache), backward(dout, cache) -> grads --------------
 
+def _mean(x):
+    """x.mean(-1, keepdims=True), bit for bit (the same float32 sum, divided by the count),
+    without ndarray.mean's Python-level wrapper: 5× faster in Pyodide on these small rows."""
+    return x.sum(-1, keepdims=True) / x.shape[-1]
+
+
 def layernorm(x, w, b, eps=1e-5):
-    mean = x.mean(-1, keepdims=True)  # [..., 1]
-    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)  # [..., 1]
-    norm = (x - mean) * rstd  # [..., C]
+    mean = _mean(x)  # [..., 1]
+    centred = x - mean  # [..., C]
+    rstd = 1.0 / np.sqrt(_mean(centred * centred) + eps)  # [..., 1]
+    norm = centred * rstd  # [..., C]
     return norm * w + b, (norm, w, rstd)
 
 
 def layernorm_backward(dout, cache):
     norm, w, rstd = cache
     dnorm = dout * w  # [..., C]
-    dx = rstd * (dnorm - dnorm.mean(-1, keepdims=True) - norm * (dnorm * norm).mean(-1, keepdims=True))
+    dx = rstd * (dnorm - _mean(dnorm) - norm * _mean(dnorm * norm))
     axes = tuple(range(dout.ndim - 1))
     return dx, (dout * norm).sum(axes), dout.sum(axes)
 

@@ -21,6 +21,7 @@
     partial: (what) => `Calculant${what ? `: ${what}` : ""}… Els valors pendents es marquen.`,
   };
   const { RUN, FIXED } = tw.protocol.CALLS;
+  const SLOW_MS = 400; // a run still going after this long shows "Calculant…"
 
   const part = (w, sel) => w.querySelector(sel);
   let page = null; // {kernel, widgets, lane: Map(widget -> {busy, next}), trainers}
@@ -81,10 +82,13 @@
     }
     lane.busy = true;
     w.dataset.busy = "true";
+    // a run that takes long says so (a long compute's partials say more, and replace this)
+    lane.partial = false;
+    const slow = setTimeout(() => page === here && lane.busy && !lane.partial && (part(w, ".tw-status").textContent = TEXT.partial("")), SLOW_MS);
     let outcome;
     try {
       const edited = tw.codepanel && tw.codepanel.edited(w) !== null; // the reader's code (codepanel.js)
-      const onStep = (data) => page === here && !lane.next && showPartial(w, data);
+      const onStep = (data) => page === here && !lane.next && (lane.partial = true) && showPartial(w, data);
       lane.call = edited ? tw.codepanel.run(w, here.kernel, params)
         : here.kernel.call(RUN, { widget: w.dataset.widget, params }, onStep);
       outcome = { ok: true, data: await lane.call };
@@ -92,6 +96,7 @@
       outcome = { ok: false, error };
     }
     lane.call = null;
+    clearTimeout(slow);
     if (page !== here) return; // the page it belonged to is gone
     lane.busy = false;
     if (lane.next) {
