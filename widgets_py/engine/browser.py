@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 from . import registry
-from ..models import trainer
+
+
+def warm() -> None:
+    """Import every widget module now (the worker calls this once the page is interactive),
+    so that the reader's first change does not pay for it."""
+    registry.names()
 
 
 def render(name: str, params_json: str) -> str:
@@ -52,6 +57,7 @@ class Trainer:
             raise ValueError(f"el widget '{name}' no és entrenable")
         self.trainable = widget.trainable
         p = registry.validate_params(name, json.loads(params_json))
+        from ..models import trainer  # the training code loads with the first run, not at boot
         self.run = trainer.Run(self.trainable.model, p[self.trainable.steps], p[self.trainable.seed])
 
     def advance(self, n: int) -> str:

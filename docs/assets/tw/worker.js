@@ -24,6 +24,8 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   entry = py.pyimport(module);
   progress("A punt.", 1);
   post(P.LOADED);
+  await turn(); // calls already waiting go first; then the widgets' modules load while the reader reads
+  entry.warm();
 }
 
 function lastLine(error) {
