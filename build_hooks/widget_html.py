@@ -55,6 +55,8 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
     """
     w = registry.get(name)
     uid = f"tw-{instance}"
+    # a second instance on a page (its id= option) names its landmarks apart (axe: landmark-unique)
+    named = escape(w.title if instance == name else f"{w.title} ({instance})")
     controls = "".join(
         control(p, params[p.name], uid) if shown is None or p.name in shown
         else f'<input type="hidden" name="{escape(p.name)}" data-json="{_attr(params[p.name])}">'
@@ -66,7 +68,7 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
         for o in w.outputs if o.panel
     )
     # a region that may scroll sideways: reachable by keyboard and named (axe: scrollable-region-focusable)
-    tables = (f'<div class="tw-tables" tabindex="0" role="region" aria-label="Taules: {escape(w.title)}">'
+    tables = (f'<div class="tw-tables" tabindex="0" role="region" aria-label="Taules: {named}">'
               f'{result.tables}</div>') if result.tables else ""
     train = (
         '<div class="tw-train"><button type="button" class="tw-train-start" disabled>Entrena des de zero</button>'
@@ -81,7 +83,7 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
         f'<div class="tw-head"><p class="tw-title">{escape(w.title)}</p>'
         f'<p class="tw-status" role="status" aria-live="polite">Figura calculada en construir la pàgina.</p>'
         f'<progress class="tw-progress" max="1" value="0" hidden></progress></div>'
-        f'<div class="tw-body"><form class="tw-controls" aria-label="Controls: {escape(w.title)}">{controls}{train}</form>'
+        f'<div class="tw-body"><form class="tw-controls" aria-label="Controls: {named}">{controls}{train}</form>'
         f'<figure class="tw-figure">{result.figure}</figure>'
         f'<dl class="tw-values" aria-live="polite">{values}</dl>{tables}</div></div>'
     )
