@@ -4,8 +4,13 @@ Only for `mkdocs build`: under `mkdocs serve` a cache-first worker would hide th
 that live reload is meant to show, so pages get no service worker there.
 
 - Every page loads `assets/tw/offline.js` from <head> (before Python boots), so the worker
-  controls the page, and Pyodide's worker, early: what the page downloads goes into the
-  offline cache on its way, and the precache afterwards fetches only what is still missing.
+  controls the page, and Pyodide's worker (claimed on its own if it started first), before
+  Python's files are fetched: what the page downloads goes into the offline cache on its way,
+  and the precache afterwards fetches only what is still missing. Each file once, even where
+  the HTTP cache keeps nothing (a private window keeps no file as big as pyodide.asm.wasm).
+- The precache lists files, never folders (`cap15/index.html`, not `cap15/` too), and leaves
+  out what no page requests: source maps, lunr's languages the search does not use, files
+  for hosts and tools.
 - `sw.js` lists each precached file with a hash of its bytes; its version is a hash of that
   list. The same source builds the same bytes (see reference.py), so a rebuild without a
   change leaves sw.js byte-identical and costs readers nothing; after a change, a new cache

@@ -4,8 +4,12 @@
 //   the same build gives the same sw.js, so nothing is downloaded again.
 // - Cache first: what a page requests is answered from this build's cache, and what is not
 //   there yet is fetched once and kept (only if its bytes are this build's).
-// - The first install takes the page at once; the precache of the rest waits until the page
-//   says it is idle ("precache" message), so it never competes with Python's boot.
+// - The first install takes the page at once, and the workers the page started before that
+//   ("claim-workers" message: such a worker can be claimed only once its script runs). Then
+//   Pyodide's downloads pass through here and are kept: each file is downloaded once, even
+//   where the HTTP cache keeps nothing (a private window). The precache of the rest waits
+//   until the page says it is idle ("precache" message), so it never competes with Python's
+//   boot, and it skips what is kept already or still being kept.
 // - A new build installs beside the old one (copying unchanged files, downloading changed
 //   ones) and waits: open pages keep their build until the reader accepts the reload the
 //   page offers ("skip-waiting" message). Then the old cache is deleted.
@@ -17,6 +21,9 @@ const NOT_FOUND = "__NOT_FOUND__";
 const CACHE = `tw-${VERSION}`;
 const SCOPE = new URL(self.registration.scope);
 const PARALLEL = 4; // precache downloads at a time
+const CLAIM_MS = 10000; // how long "claim-workers" waits for the page's workers to run
+const storing = new Map(); // path -> the fetch handler keeping a response it served (this build's?)
+let precaching = null; // the precache in progress: pages that ask while it runs share it
 
 /** The site path a URL names ("cap15/" -> "cap15/index.html"), or null outside the site. */
 function pathOf(url) {
@@ -43,6 +50,7 @@ async function store(cache, path, response) {
 }
 
 async function precacheOne(cache, path) {
+  await storing.get(path); // the page is loading it: its copy, not a second download
   if (await cache.match(keyOf(path))) return; // the page loaded it already
   const earlier = await caches.match(keyOf(path)); // an older build's copy: reused if unchanged
   if (earlier && (await store(cache, path, earlier))) return;
@@ -54,13 +62,32 @@ async function precacheOne(cache, path) {
   throw new Error(`${path}: the server does not give this build's bytes`);
 }
 
-async function precache() {
-  const cache = await caches.open(CACHE);
-  const queue = Object.keys(FILES);
-  const worker = async () => {
-    while (queue.length) await precacheOne(cache, queue.shift());
-  };
-  await Promise.all(Array.from({ length: PARALLEL }, worker));
+function precache() {
+  precaching =
+    precaching ||
+    (async () => {
+      const cache = await caches.open(CACHE);
+      const queue = Object.keys(FILES);
+      const worker = async () => {
+        while (queue.length) await precacheOne(cache, queue.shift());
+      };
+      await Promise.all(Array.from({ length: PARALLEL }, worker));
+    })().finally(() => (precaching = null));
+  return precaching;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Claim until a worker of each of these URLs (the site's) is this service worker's: true, or
+ *  false after CLAIM_MS. claim() skips a worker whose script has not run yet, hence the loop. */
+async function claimWorkers(urls) {
+  const expected = urls.filter((url) => pathOf(url) !== null);
+  for (const start = Date.now(); ; await sleep(20)) {
+    await self.clients.claim();
+    const ours = (await self.clients.matchAll({ type: "worker" })).map((client) => client.url);
+    if (expected.every((url) => ours.includes(url))) return true;
+    if (Date.now() - start > CLAIM_MS) return false;
+  }
 }
 
 self.addEventListener("install", (event) => {
@@ -80,6 +107,10 @@ self.addEventListener("activate", (event) => {
 self.addEventListener("message", (event) => {
   const type = event.data && event.data.type;
   if (type === "skip-waiting") self.skipWaiting();
+  if (type === "claim-workers" && event.ports[0]) {
+    const answer = (ok) => event.ports[0].postMessage({ type: "claimed", ok });
+    event.waitUntil(claimWorkers(event.data.workers || []).then(answer, () => answer(false)));
+  }
   if (type === "precache") {
     const reply = (ok) => event.source && event.source.postMessage({ type: "precached", ok, version: VERSION });
     event.waitUntil(precache().then(() => reply(true), () => reply(false)));
@@ -91,8 +122,12 @@ async function fromCache(event, path) {
   const hit = await cache.match(keyOf(path));
   if (hit) return hit;
   const response = await fetch(event.request);
-  if (response.ok && response.type === "basic" && !event.request.headers.has("range")) {
-    event.waitUntil(store(cache, path, response.clone()).catch(() => false));
+  if (response.ok && response.type === "basic" && !event.request.headers.has("range") && !storing.has(path)) {
+    const kept = store(cache, path, response.clone())
+      .catch(() => false)
+      .finally(() => storing.delete(path));
+    storing.set(path, kept);
+    event.waitUntil(kept);
   }
   return response;
 }

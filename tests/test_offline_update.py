@@ -15,7 +15,9 @@ import functools
 import http.server
 import shutil
 import threading
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import ROOT, _Quiet, book_with_fixture, build_site, free_port
@@ -52,10 +54,16 @@ def test_two_builds_of_the_same_source_are_identical(site, port, tmp_path):
 
 
 class Counting(_Quiet):
-    """Serves `root[0]` (swappable: a new deployment) and counts the body bytes it sends."""
+    """Serves `root[0]` (swappable: a new deployment) and counts the body bytes it sends;
+    the paths in `slow` answer that many seconds late."""
 
     root: list[Path] = []
     sent = [0]
+    slow: dict[str, float] = {}
+
+    def send_head(self):
+        time.sleep(self.slow.get(urlsplit(self.path).path, 0))
+        return super().send_head()
 
     def translate_path(self, path):
         self.directory = str(self.root[0])
@@ -71,8 +79,8 @@ class Counting(_Quiet):
 def serve():
     servers = []
 
-    def start(root: Path, port: int = 0) -> tuple[str, type]:
-        handler = type("H", (Counting,), {"root": [root], "sent": [0]})
+    def start(root: Path, port: int = 0, slow: dict[str, float] | None = None) -> tuple[str, type]:
+        handler = type("H", (Counting,), {"root": [root], "sent": [0], "slow": slow or {}})
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(handler, directory=str(root)))
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         servers.append(httpd)
@@ -81,6 +89,38 @@ def serve():
     yield start
     for httpd in servers:
         httpd.shutdown()
+
+
+def test_each_byte_once_and_a_repeat_visit_costs_nothing(browser, site, serve):
+    """A first visit in a context whose HTTP cache is in memory (a private window: it keeps no
+    file as big as pyodide.asm.wasm) transfers at most 1.05x what the offline cache stores.
+    On a slow network (sw.js 1 s late, Pyodide's worker.js 3 s late) Pyodide's worker starts
+    before the service worker takes the page and runs after: the service worker must claim it,
+    or Pyodide's files bypass the offline cache and the precache downloads them again."""
+    base, counter = serve(site, slow={"/sw.js": 1, "/assets/tw/worker.js": 3})
+    listed = offline.precache_list(site)
+    precached = sum((site / rel).stat().st_size for rel in listed)
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(base + "cap15/index.html")
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.wait_for_function(STORED, timeout=120_000)
+    first = counter.sent[0]
+    assert first <= 1.05 * precached, f"first visit {first / 1e6:.2f} MB for {precached / 1e6:.2f} MB precached"
+    assert (site / "assets/javascripts/lunr/wordcut.js").is_file() and "assets/javascripts/lunr/wordcut.js" not in listed
+    assert any(site.rglob("*.map")) and not any(rel.endswith(".map") for rel in listed)
+    assert "cap15/index.html" in listed and not any(rel.endswith("/") for rel in listed)  # a page once, by its file
+    counter.sent[0] = 0
+    page.goto(base + "cap15/index.html")
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.goto(base + "index.html")
+    assert counter.sent[0] == 0, f"repeat visit transferred {counter.sent[0]} bytes"
+
+    context.set_offline(True)  # a missing path, offline: the site's own 404 page
+    response = page.goto(base + "cap15/no-such-page.html")
+    assert response.status == 404
+    assert page.locator("h1", has_text="404").count() == 1
+    context.close()
 
 
 def project_copy(dest: Path, marker: str) -> Path:

@@ -1,6 +1,7 @@
 // The page's side of the service worker that build_hooks/offline.py writes (only in built
 // sites, never under mkdocs serve). Loaded first in <head>, so the worker takes this page,
-// and Pyodide's worker, before Python's big files are fetched: each file is downloaded once.
+// and Pyodide's worker, before Python's big files are fetched: each file is downloaded once
+// (`tw.offline.controlled`, the gate kernel.js waits for before it starts Python).
 // - Precache: once the page's widgets are interactive (host.js says "tw:idle"), or at the
 //   load event on pages without widgets, ask the worker to fetch what is still missing.
 // - Updates: a new build waits until the reader accepts; this page offers the reload. If
@@ -96,14 +97,40 @@
     if (!document.querySelector(".tw-widget")) precache();
     else setTimeout(precache, 60000); // a page whose widgets never boot still gets its offline copy
   }, { once: true });
-  // The kernel holds Pyodide's downloads until the worker controls the page (first visit only):
-  // then they go through the offline cache, once. A slow or failing registration waits 3 s at most.
+  // The kernel holds Pyodide's downloads until the service worker controls this page and its
+  // workers (first visit only): then they go through the offline cache, once. The activation
+  // takes the page, but a worker the page started before it (Pyodide's, from <head>) is taken
+  // only once its script runs (until then the service worker does not see it): so the page
+  // notes the workers it starts until then, and asks the service worker to claim them.
+  // No waiting without a registration, after a failed install, or on a page the active worker
+  // will not take (a forced reload); 20 s at most in any case.
+  const started = []; // URLs of the workers this page started before it was taken
+  const NativeWorker = window.Worker;
+  const noting = NativeWorker && !sw.controller && new Proxy(NativeWorker, {
+    construct(target, args, newTarget) {
+      const worker = Reflect.construct(target, args, newTarget === noting ? target : newTarget);
+      started.push(new URL(args[0], location.href).href);
+      return worker;
+    },
+  });
+  const stopNoting = () => window.Worker === noting && (window.Worker = NativeWorker);
+  if (noting) window.Worker = noting;
   const controlled = sw.controller
     ? Promise.resolve()
     : new Promise((resolve) => {
-        sw.addEventListener("controllerchange", resolve, { once: true });
-        registration.then((reg) => reg || resolve());
-        setTimeout(resolve, 3000);
+        const done = () => resolve(stopNoting());
+        sw.addEventListener("controllerchange", () => {
+          stopNoting(); // a worker started from now on is taken at birth
+          const channel = new MessageChannel(); // answered even before the page has parsed
+          channel.port1.onmessage = done;
+          sw.controller.postMessage({ type: "claim-workers", workers: started }, [channel.port2]);
+        }, { once: true });
+        registration.then((reg) => {
+          const first = reg && !reg.active && reg.installing; // a first install takes this page
+          if (!first) return sw.controller || done();
+          first.addEventListener("statechange", () => first.state === "redundant" && done());
+        });
+        setTimeout(done, 20000);
       });
   tw.offline = { registration, controlled };
 })();
