@@ -20,7 +20,7 @@ from ..models.batching_sim import Request, Run, simulate
 from ..models.hardware import MODELS
 from ..models.lengths import long_tail
 from ..engine.params import Output, Param
-from ..engine.widget import Widget
+from ..engine.widget import Partial, Widget
 from ..models.serving import Setup, decode_step, ttft
 from ..engine.svg import Plot
 
@@ -94,8 +94,7 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
     current = chunk if chunked else whole
     outputs = [r.output for r in runs[True].requests]
     values = {f"static_{k}": v for k, v in static.items()} | {f"continuous_{k}": v for k, v in cont.items()}
-    gains = gain_by_slots(requests, variability, arrival_gap_ms, seed, slots, runs)
-    return State(runs=runs, gains=gains, values=values | {
+    values = values | {
         "gain": cont["throughput"] / static["throughput"],
         "out_min": min(outputs), "out_max": max(outputs), "out_mean": float(np.mean(outputs)),
         "decode_ms": decode_ms, "prefill_ms_per_token": prefill_ms,
@@ -107,16 +106,21 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
         "long_ttft_whole_s": long_ttft_s(whole_run), "long_ttft_chunked_s": long_ttft_s(chunk_run),
         "long_requests": sum(r.prompt == LONG_PROMPT for r in whole_run.requests),
         "long_prompt": LONG_PROMPT, "sustained_gap_ms": SUSTAINED_GAP_MS,
-    })
-
-
-def gain_by_slots(requests: int, variability: int, gap: str, seed: int, slots: int, runs: dict) -> list[float]:
-    """The gain for each slot count of the sweep; the chosen one reuses `runs`."""
-    out = []
+    }
+    # a staged compute (engine.widget.Partial): the sweep of slot counts, two runs each, comes last
+    gains: list[float] = []
     for s in SLOT_SWEEP:
-        pair = runs if s == slots else {c: served(requests, variability, gap, seed, s, c) for c in (False, True)}
-        out.append(pair[True].metrics(s)["throughput"] / pair[False].metrics(s)["throughput"])
-    return out
+        if s != slots and len(gains) % 3 == 0:
+            yield Partial(State(runs=runs, gains=list(gains), values=values), 0.4 + 0.6 * len(gains) / len(SLOT_SWEEP),
+                          "el guany per a cada nombre de ranures")
+        gains.append(gain_at(requests, variability, arrival_gap_ms, seed, s, slots, runs))
+    return State(runs=runs, gains=gains, values=values)
+
+
+def gain_at(requests: int, variability: int, gap: str, seed: int, s: int, slots: int, runs: dict) -> float:
+    """The gain at `s` slots of the sweep; the chosen count (`slots`) reuses `runs`."""
+    pair = runs if s == slots else {c: served(requests, variability, gap, seed, s, c) for c in (False, True)}
+    return pair[True].metrics(s)["throughput"] / pair[False].metrics(s)["throughput"]
 
 
 def _grid(p: dict, state: State) -> str:
@@ -147,15 +151,16 @@ def _grid(p: dict, state: State) -> str:
 
 
 def _figure(p: dict, state: State) -> tuple[str, str]:
-    v, gains = state.values, state.gains
-    top = max(4.5, max(gains) * 1.1)
+    v, gains = state.values, state.gains  # a staged run's sweep may be partial: its first counts
+    top = max(4.5, max(gains, default=0) * 1.1)
     plot = Plot(height=240).scales((1, 64), (0, top), xlog=True)
     plot.axes(SLOT_SWEEP, [t for t in range(0, int(top) + 1)], "ranures del lot (escala log)", "guany (×)",
               fmt=lambda t: fmt.number(t))
     plot.parts.append(f'<rect class="tw-band" x="{plot.x(1)}" y="{plot.y(4)}" width="{plot.x(64) - plot.x(1)}" '
                       f'height="{plot.y(2) - plot.y(4)}"/>')
     plot.text(plot.x(1.1), plot.y(4) + 14, "la franja 2-4× del text", "start", "tw-note")
-    plot.line(SLOT_SWEEP, gains, "tw-s1")
+    if len(gains) > 1:
+        plot.line(SLOT_SWEEP[:len(gains)], gains, "tw-s1")
     for s, g in zip(SLOT_SWEEP, gains):
         plot.dot(s, g, "tw-s1", 6 if s == p["slots"] else 3.5)
     plot.text(plot.x(p["slots"]), plot.y(v["gain"]) - 10, f"{fmt.with_unit(v['gain'], 2, '×')}", "middle", "tw-note tw-s1")

@@ -18,7 +18,7 @@ import numpy as np
 from ..engine import fmt
 from ..models import corpus, gpt, pretrained
 from ..engine.params import Output, Param
-from ..engine.widget import Widget
+from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot
 
 SAMPLE_CHARS = 120  # characters generated with the current settings
@@ -162,23 +162,26 @@ def prefill(position: int) -> tuple[np.ndarray, np.ndarray, list]:
 
 
 def sampling(temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
-             position: int, seed: int) -> dict:
+             position: int, seed: int):
+    """A staged compute (engine.widget.Partial): the next character's distribution needs one
+    forward (kept per position), so it is shown first; the sample, a forward per character, after."""
     cfg, params, _ = pretrained.load("mini")
     prompt, logits, kv = prefill(position)
     settings = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, penalty=penalty)
     raw = softmax(logits.astype(np.float64))
     probs, keep = shape(logits, prompt, **settings)
     kept = restricted(probs, keep)
-    rng = np.random.default_rng(seed)  # the sample: same settings, token after token
-    out = [s.token for s in generate(params, cfg, prompt, SAMPLE_CHARS, settings, rng, (logits, kv))]
     top = int(np.argmax(probs))
-    return {
+    out = {
         "kept": int(keep.sum()), "mass_kept": float(probs[keep].sum()),
         "entropy": entropy(kept), "perplexity": float(np.exp(entropy(kept))),
         "perplexity_untruncated": float(np.exp(entropy(probs))), "perplexity_raw": float(np.exp(entropy(raw))),
-        "top_token": show(top), "top_prob": float(probs[top]),
-        "context_tail": corpus.decode(prompt[-40:]), "sample": corpus.decode(out),
+        "top_token": show(top), "top_prob": float(probs[top]), "context_tail": corpus.decode(prompt[-40:]),
     }
+    yield Partial(dict(out), 0.1, "una mostra de text, caràcter a caràcter")
+    rng = np.random.default_rng(seed)  # the sample: same settings, token after token
+    sample = [s.token for s in generate(params, cfg, prompt, SAMPLE_CHARS, settings, rng, (logits, kv))]
+    return out | {"sample": corpus.decode(sample)}
 
 
 def show(token: int) -> str:
@@ -215,7 +218,7 @@ def _tables(p: dict, v: dict) -> str:
     from html import escape
 
     return (f'<p class="tw-sample"><span class="tw-prompt">…{escape(v["context_tail"])}</span>'
-            f'<mark>{escape(v["sample"])}</mark></p>')
+            f'<mark>{escape(v["sample"]) if "sample" in v else "es genera…"}</mark></p>')
 
 
 PARAMS = (

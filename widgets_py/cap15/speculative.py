@@ -18,7 +18,7 @@ import numpy as np
 from ..engine import fmt
 from ..models import corpus, gpt, pretrained
 from ..engine.params import Output, Param
-from ..engine.widget import Widget
+from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot
 
 PROMPT_CHARS = 32  # + at most 96 generated tokens: every position stays < 128, the trained window
@@ -107,6 +107,22 @@ def speculate(target, draft, prompt, n: int, k: int, coupling: str, temperature:
     `shown` lists (token, mark) including the rejected proposals; `rounds` has one record
     per target pass: tokens proposed, accepted, and emitted (accepted + the target's own).
     """
+    passes = speculating(target, draft, prompt, n, k, coupling, temperature, seed)
+    while True:
+        try:
+            next(passes)
+        except StopIteration as end:
+            return end.value
+
+
+def summary(out: list, shown: list, rounds: list) -> dict:
+    return {"tokens": out, "shown": shown, "rounds": rounds, "passes": len(rounds),
+            "proposed": sum(r["proposed"] for r in rounds), "accepted": sum(r["accepted"] for r in rounds)}
+
+
+def speculating(target, draft, prompt, n: int, k: int, coupling: str, temperature: float, seed: int):
+    """speculate(), a target pass at a time: yields the run so far after each pass (its lists
+    grow afterwards: read them at once), returns the whole run."""
     check_context((target, draft), prompt, n)
     u = np.random.default_rng(seed).random(n)  # the target-alone stream, one per position
     rng = np.random.default_rng(seed + 1)  # the rejection coupling's own randomness
@@ -141,27 +157,45 @@ def speculate(target, draft, prompt, n: int, k: int, coupling: str, temperature:
         valid = len(prompt) + base + n_ok  # cache rows that hold kept tokens
         t_kv, d_kv = target.trim(t_kv, valid), draft.trim(d_kv, valid)
         pending = out[base + n_ok:]
-    return {"tokens": out, "shown": shown, "rounds": rounds, "passes": len(rounds),
-            "proposed": sum(r["proposed"] for r in rounds), "accepted": sum(r["accepted"] for r in rounds)}
+        yield summary(out, shown, rounds)
+    return summary(out, shown, rounds)
 
 
 def prompt_tokens() -> list[int]:
     return corpus.data()[1][:PROMPT_CHARS].tolist()
 
 
-def speculative(k: int, coupling: str, draft_every: str, temperature: float, tokens: int, seed: int) -> dict:
+def speculative(k: int, coupling: str, draft_every: str, temperature: float, tokens: int, seed: int):
+    """A staged compute (engine.widget.Partial): the rounds appear as the target verifies them
+    (a quarter of the tokens at a time), then the target alone is run for the comparison."""
     target, draft = models(draft_every)
     prompt = prompt_tokens()
-    run = speculate(target, draft, prompt, tokens, k, coupling, temperature, seed)
+    passes = speculating(target, draft, prompt, tokens, k, coupling, temperature, seed)
+    mark = 0
+    while True:
+        try:
+            run = next(passes)
+        except StopIteration as end:
+            run = end.value
+            break
+        if len(run["tokens"]) >= mark:  # the first round, then every quarter
+            yield Partial(shown(run), 0.7 * len(run["tokens"]) / tokens, "rondes de proposta i verificació")
+            mark += tokens / 4
+    yield Partial(shown(run), 0.7, "el model gran sol, per comparar")
     alone = target_alone(target, prompt, tokens, temperature, seed)
-    return {
+    return shown(run) | {
         "target_passes": run["passes"], "draft_steps": run["proposed"],
         "acceptance": run["accepted"] / run["proposed"],
         "tokens_per_pass": tokens / run["passes"],
         "identical": run["tokens"] == alone, "passes_alone": tokens,
-        "text": corpus.decode(run["tokens"]), "text_alone": corpus.decode(alone),
-        "shown": [[corpus.vocab()[t], mark] for t, mark in run["shown"]],  # the figure's rounds, plain JSON
+        "text_alone": corpus.decode(alone),
     }
+
+
+def shown(run: dict) -> dict:
+    """What the figure draws of a run (whole or so far): its tokens, marked, and its text."""
+    return {"text": corpus.decode(run["tokens"]),
+            "shown": [[corpus.vocab()[t], mark] for t, mark in run["shown"]]}  # the figure's rounds, plain JSON
 
 
 MARKS = {"accepted": ("tw-s3", "acceptat"), "rejected": ("tw-cut", "rebutjat"),
@@ -184,9 +218,12 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
         x = 10 + j * 150
         plot.parts.append(f'<rect class="tw-tok {cls}" x="{x}" y="{y}" width="14" height="14" rx="2"/>')
         plot.text(x + 20, y + 12, label, "start", "tw-note")
-    alt = (f"{fmt.number(v['target_passes'])} passades del model gran per a {p['tokens']} tokens "
-           f"({fmt.number(v['tokens_per_pass'], 2)} per passada); taxa d'acceptació {fmt.percent(v['acceptance'])}; "
-           f"seqüència {'idèntica' if v['identical'] else 'diferent'} de la del gran sol.")
+    if "identical" not in v:  # a staged run, still going
+        alt = f"{len(v['shown'])} tokens mostrats de moment, dels {p['tokens']} que es generen."
+    else:
+        alt = (f"{fmt.number(v['target_passes'])} passades del model gran per a {p['tokens']} tokens "
+               f"({fmt.number(v['tokens_per_pass'], 2)} per passada); taxa d'acceptació {fmt.percent(v['acceptance'])}; "
+               f"seqüència {'idèntica' if v['identical'] else 'diferent'} de la del gran sol.")
     return plot.render("Els tokens de cada ronda: acceptats, rebutjats i remostrejats", alt), alt
 
 
@@ -195,7 +232,8 @@ def _tables(p: dict, v: dict) -> str:
 
     return (f'<p class="tw-sample"><span class="tw-prompt">{escape(corpus.decode(prompt_tokens()))}</span>'
             f'<mark>{escape(v["text"])}</mark></p>'
-            f'<p class="tw-sample"><span class="tw-prompt">el gran sol: </span>{escape(v["text_alone"])}</p>')
+            f'<p class="tw-sample"><span class="tw-prompt">el gran sol: </span>'
+            f'{escape(v["text_alone"]) if "text_alone" in v else "es genera…"}</p>')
 
 
 PARAMS = (
