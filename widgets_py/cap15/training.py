@@ -17,7 +17,7 @@ from ..engine.params import Output, Param
 from ..engine.svg import Plot
 from ..models.train import evaluate
 from ..models.trainer import smooth
-from ..engine.widget import Trainable, Widget
+from ..engine.widget import Partial, Trainable, Widget
 
 MODEL = "mini"
 
@@ -38,22 +38,28 @@ def curve(history: list[float], steps: int, title: str = "Entrenant al navegador
                               f"fita del bigrama {fmt.number(bound, 2)}.")
 
 
+HELDOUT = ("training.heldout", MODEL)  # its key among the results kept with the weights
+
+
 def heldout_loss() -> float:
     """Held-out loss of the model in use: computed again only when the weights change."""
     def make():
         cfg, p, _ = pretrained.load(MODEL)
         return evaluate(p, cfg, corpus.data()[1])
-    return pretrained.derived(("training.heldout", MODEL), make)
+    return pretrained.derived(HELDOUT, make)
 
 
-def training() -> dict:
+def training():
     """The model the widgets use now (committed, or retrained in the browser): its losses.
-    (`steps` and `seed` are the parameters of the next training run, not of this.)"""
+    (`steps` and `seed` are the parameters of the next training run, not of this.) Staged
+    (engine.widget.Partial): the curve is at hand; the held-out loss, once per weights, is not."""
     cfg, p, history = pretrained.load(MODEL)
+    out = {"params": gpt.n_params(p), "steps_trained": len(history), "bigram": corpus.bigram_bound(),
+           "final_train_loss": float(smooth(history)[-1]), "history": history}
+    if not pretrained.has_derived(HELDOUT):
+        yield Partial(dict(out), 0.1, "la pèrdua sobre el text reservat")
     heldout = heldout_loss()
-    return {"params": gpt.n_params(p), "steps_trained": len(history), "heldout_loss": heldout,
-            "bigram": corpus.bigram_bound(), "beats_bigram": heldout < corpus.bigram_bound(),
-            "final_train_loss": float(smooth(history)[-1]), "history": history}
+    return out | {"heldout_loss": heldout, "beats_bigram": heldout < corpus.bigram_bound()}
 
 
 def _values(state: dict) -> dict:
@@ -63,8 +69,9 @@ def _values(state: dict) -> dict:
 def _figure(p: dict, state: dict) -> tuple[str, str]:
     history, v = state["history"], state
     svg = curve(history, len(history), "La corba d'entrenament del mini-GPT")
-    alt = (f"{fmt.number(v['steps_trained'])} passos; pèrdua sobre el text reservat "
-           f"{fmt.number(v['heldout_loss'], 3)} nats, fita del bigrama {fmt.number(v['bigram'], 2)}.")
+    heldout = fmt.number(v["heldout_loss"], 3) + " nats" if "heldout_loss" in v else "encara per mesurar"
+    alt = (f"{fmt.number(v['steps_trained'])} passos; pèrdua sobre el text reservat {heldout}, "
+           f"fita del bigrama {fmt.number(v['bigram'], 2)}.")
     return svg, alt
 
 
