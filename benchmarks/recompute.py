@@ -71,7 +71,7 @@ def measure_page(page, args) -> list[tuple]:
         controls = page.eval_on_selector(f"{sel} .tw-controls", """f => [...f.querySelectorAll('[name]')]
             .filter(e => e.type === 'range' || e.tagName === 'SELECT')
             .map(el => [el.name, el.tagName === 'SELECT' ? [...el.options].map(o => o.value) : null, el.value, el.max,
-                        el.dataset.positions ? JSON.parse(el.dataset.positions) : null])""")
+                        el.type === 'range' ? [...Array(tw.slider.count(el)).keys()].map((i) => tw.slider.value(el, i)) : null])""")
         browser_ms, first_ms, cpython_ms, moved = [], [], [], []
         for key, options, current, top, positions in controls[:args.controls]:
             choices = options or [str(round(i * int(top) / 3)) for i in range(4)]  # options, or 4 spread positions

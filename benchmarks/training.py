@@ -134,7 +134,7 @@ def main() -> None:
         page.goto(f"http://127.0.0.1:{httpd.server_port}/{where}")
         page.wait_for_selector(f"{sel}[data-state=ready]", timeout=120_000)
         page.eval_on_selector(f"{sel} [name=steps]", """(el, steps) => {
-            el.value = JSON.parse(el.dataset.positions).indexOf(steps);
+            el.value = tw.slider.nearest(el, steps);
             el.dispatchEvent(new Event('input', {bubbles: true}));
         }""", args.steps)
         page.click(f"{sel} .tw-train-start")

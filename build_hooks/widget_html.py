@@ -18,6 +18,15 @@ def _attr(value) -> str:
     return escape(json.dumps(value, ensure_ascii=False, separators=(",", ":")), quote=True)
 
 
+GRID_MIN = 50  # positions from which an evenly spaced integer slider is sent as [min, step, count]
+
+
+def is_grid(p: Param) -> bool:
+    """A slider whose positions are min, min + step, … and whose labels are the plain integers
+    (fmt.number): url-state.js computes both, as tw.slider does, instead of reading lists."""
+    return p.kind == "int" and not p.ticks and not p.unit and p.off is None and len(p.positions()) >= GRID_MIN
+
+
 def control(p: Param, value, uid: str) -> str:
     cid = escape(f"{uid}-{p.name}")  # uid carries the page's id= option: every attribute is escaped
     help_html = f'<small class="tw-help" id="{cid}-help">{escape(p.help)}</small>' if p.help else ""
@@ -35,10 +44,13 @@ def control(p: Param, value, uid: str) -> str:
         return f'<div class="tw-control tw-check"><label for="{cid}">{field}{escape(p.label)}</label>{help_html}</div>'
     positions = p.positions()
     index = min(range(len(positions)), key=lambda i: abs(positions[i] - value))
-    labels = [p.display(v) for v in positions]
+    if is_grid(p):  # a long run of integers (a seed): three numbers, not a list of thousands
+        grid = f'data-grid="{_attr([positions[0], positions[1] - positions[0], len(positions)])}"'
+    else:
+        grid = f'data-positions="{_attr(positions)}" data-labels="{_attr([p.display(v) for v in positions])}"'
     field = (
         f'<input type="range" id="{cid}" name="{escape(p.name)}" min="0" max="{len(positions) - 1}" step="1" '
-        f'value="{index}" data-kind="{p.kind}" data-positions="{_attr(positions)}" data-labels="{_attr(labels)}" '
+        f'value="{index}" data-kind="{p.kind}" {grid} '
         f'aria-valuetext="{escape(p.display(value))}"{described} disabled>'
     )
     return (

@@ -45,3 +45,24 @@ def test_js_and_python_agree(js_results, kind, index, text):
         assert js == ("Infinity" if py > 0 else "-Infinity")
     else:
         assert js is not None and float(js) == py, (text, js, py)
+
+
+def test_a_grid_sliders_labels_are_pythons():
+    """Long integer sliders (widget_html.is_grid) ship [min, step, count], not their lists: the
+    page computes value and label (url-state.js tw.slider), which must be Param.display's."""
+    from build_hooks.widget_html import is_grid
+    from widgets_py.engine import fmt, registry
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    grids = [p for n in registry.names() for p in registry.get(n).params if is_grid(p)]
+    assert any(p.name == "seed" for p in grids)
+    ints = sorted({v for p in grids for v in p.positions()} | {-1234, -5, 12345, 1234567})
+    script = ("globalThis.window = globalThis;\n" + (ROOT / "docs" / "assets" / "tw" / "url-state.js").read_text() +
+              f"\nprocess.stdout.write(JSON.stringify({json.dumps(ints)}.map(window.tw.grouped)));\n")
+    done = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [fmt.number(v) for v in ints]
+    for p in grids:
+        assert [p.display(v) for v in p.positions()] == [fmt.number(v) for v in p.positions()], p.name

@@ -18,20 +18,48 @@
 
   const controlsOf = (w) => [...w.querySelectorAll(".tw-controls [name]")];
 
+  /** fmt.number(n) for an integer: Catalan grouping by dots (1.234), a true minus sign. */
+  const grouped = (n) => (n < 0 ? "\u2212" : "") + String(Math.abs(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ".");
+
+  /** A slider's positions: listed (data-positions, data-labels), or for a long run of
+   *  integers (widget_html.is_grid) the grid [min, step, count] they are computed from. */
+  const slider = {
+    grid: (el) => (el.dataset.grid ? JSON.parse(el.dataset.grid) : null),
+    count(el) {
+      const g = slider.grid(el);
+      return g ? g[2] : JSON.parse(el.dataset.positions).length;
+    },
+    value(el, i) {
+      const g = slider.grid(el);
+      return g ? g[0] + i * g[1] : JSON.parse(el.dataset.positions)[i];
+    },
+    label(el, i) {
+      return slider.grid(el) ? grouped(slider.value(el, i)) : JSON.parse(el.dataset.labels)[i];
+    },
+    nearest(el, number) {
+      const g = slider.grid(el);
+      if (g) return Math.min(g[2] - 1, Math.max(0, Math.round((number - g[0]) / g[1])));
+      const positions = JSON.parse(el.dataset.positions);
+      let best = 0;
+      positions.forEach((p, i) => Math.abs(p - number) < Math.abs(positions[best] - number) && (best = i));
+      return best;
+    },
+  };
+
   /** The parameters the widget's controls show now: what Python is called with. */
   function readParams(w) {
     const params = {};
     controlsOf(w).forEach((el) => {
       if (el.type === "checkbox") params[el.name] = el.checked;
       else if (el.type === "hidden") params[el.name] = JSON.parse(el.dataset.json); // fixed by the page
-      else if (el.type === "range") params[el.name] = JSON.parse(el.dataset.positions)[Number(el.value)];
+      else if (el.type === "range") params[el.name] = slider.value(el, Number(el.value));
       else params[el.name] = el.value;
     });
     return params;
   }
 
   function showSlider(el) {
-    const label = JSON.parse(el.dataset.labels)[Number(el.value)];
+    const label = slider.label(el, Number(el.value));
     const out = el.closest(".tw-control").querySelector("output");
     if (out) out.textContent = label;
     el.setAttribute("aria-valuetext", label);
@@ -61,14 +89,12 @@
       // the number grammar of the CLI and the directives (numbers.js): no hex, spaces, '1e2' for an int
       const number = tw.parseNumber(value, el.dataset.kind || "float");
       if (number === null || !Number.isFinite(number)) return TEXT.dropped(name);
-      const positions = JSON.parse(el.dataset.positions);
-      let best = 0;
-      positions.forEach((p, i) => Math.abs(p - number) < Math.abs(positions[best] - number) && (best = i));
+      const best = slider.nearest(el, number);
       el.value = String(best);
       showSlider(el);
-      const label = JSON.parse(el.dataset.labels)[best];
-      if (number < positions[0] || number > positions[positions.length - 1]) return TEXT.clamped(name, value, label);
-      if (positions[best] !== number) return TEXT.snapped(name, value, label);
+      const label = slider.label(el, best);
+      if (number < slider.value(el, 0) || number > slider.value(el, slider.count(el) - 1)) return TEXT.clamped(name, value, label);
+      if (slider.value(el, best) !== number) return TEXT.snapped(name, value, label);
     }
     return null;
   }
@@ -126,5 +152,5 @@
     w.querySelector(".tw-controls").append(button);
   }
 
-  Object.assign(tw, { readParams, controlsOf, showSlider, applyUrlState, addCopyButton, linkFor });
+  Object.assign(tw, { readParams, controlsOf, showSlider, applyUrlState, addCopyButton, linkFor, slider, grouped });
 })();
