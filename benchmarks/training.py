@@ -44,13 +44,7 @@ GOAL_FRACTION = 0.5  # of the measured matmul peak
 GOAL_500_STEPS_S = 15.0
 
 PEAK = """
-import time, numpy as np
-from widgets_py.models import gpt, pretrained
-cfg, tc = pretrained.specs()["mini"]
-M, d, h, V = tc.batch * cfg.context, cfg.d, cfg.mlp * cfg.d, cfg.vocab
-shapes = []  # (M, K, N) of every product x[M, K] @ w[K, N] of one step
-for K, N in [(d, 3 * d), (d, d), (d, h), (h, d)] * cfg.layers + [(d, V)]:
-    shapes += [(M, K, N), (M, N, K), (K, M, N)]  # forward, input gradient, weight gradient
+import time, numpy as np  # numpy only: `shapes` is given (peak_code), the page has no widgets_py
 rng = np.random.default_rng(0)
 def best(f, reps=5, inner=4):
     out = []

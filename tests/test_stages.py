@@ -57,11 +57,18 @@ def test_quantize_reports_only_the_stages_a_change_needs():
 
 
 def test_clock_shows_each_context_length_as_it_is_timed():
-    partials, last = final("clock", {"repeats": 1})
-    assert len(partials) == len(clock.LENGTHS)
-    assert [len(clock.timed(p["values"])) for p in partials] == list(range(len(clock.LENGTHS)))
+    partials, last = final("clock", {"repeats": 3})
+    seen = [len(clock.timed(p["values"])) for p in partials]  # a slow timing series repeats its partial
+    assert seen == sorted(seen) and sorted(set(seen)) == list(range(len(clock.LENGTHS)))
     assert "bytes_decode" in partials[0]["values"]  # counted from the shapes, at once
     assert clock.timed(last["values"]) == list(clock.LENGTHS)
+
+
+def test_a_long_timing_series_is_cut_into_short_stages(monkeypatch):
+    """Stages of at most about STAGE_S: with every timing slower than that, each one is a stage."""
+    monkeypatch.setattr(clock, "STAGE_S", 0.0)
+    partials, _ = final("clock", {"repeats": 2})
+    assert len(partials) == len(clock.LENGTHS) * (1 + 2 * 2)  # per length: its note, then 2 prefills, 2 decodes
 
 
 def test_a_compute_that_yields_something_else_is_refused():

@@ -49,14 +49,22 @@ def one_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def best_of(fn, repeats: int) -> float:
-    """Fastest of `repeats` timings, in seconds: the least disturbed by the machine."""
-    times = []
+STAGE_S = 0.05  # a stage of the timing runs lasts about this long at most
+
+
+def best_of(fn, repeats: int, note: Partial):
+    """Fastest of `repeats` timings, in seconds (returned): the least disturbed by the machine.
+    A generator: it yields `note` again whenever STAGE_S has passed, cutting a long series
+    into stages so that other widgets' runs get in between (engine.widget.Partial)."""
+    times, since = [], time.perf_counter()
     with one_thread():
         for _ in range(repeats):
             t = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t)
+            if time.perf_counter() - since > STAGE_S:
+                yield note
+                since = time.perf_counter()
     return min(times)
 
 
@@ -70,10 +78,11 @@ def clock(repeats: int, seed: int):
            "bytes_decode": c["bytes_decode"], "bytes_prefill_128": c["bytes_prefill"],
            "flops_prefill_128": c["flops_prefill"], "flops_decode_128": c["flops_decode"]}
     for i, L in enumerate(LENGTHS):
-        yield Partial(dict(out), i / len(LENGTHS), f"cronometrant el context de {L} tokens")
-        prefill = best_of(lambda: gpt.extend(p, cfg, tokens[:L]), repeats)
+        note = Partial(dict(out), i / len(LENGTHS), f"cronometrant el context de {L} tokens")
+        yield note
+        prefill = yield from best_of(lambda: gpt.extend(p, cfg, tokens[:L]), repeats, note)
         _, kv = gpt.extend(p, cfg, tokens[:L])
-        decode = best_of(lambda: gpt.extend(p, cfg, tokens[L:L + 1], kv), repeats)
+        decode = yield from best_of(lambda: gpt.extend(p, cfg, tokens[L:L + 1], kv), repeats, note)
         out |= {f"prefill_ms_{L}": 1e3 * prefill, f"prefill_us_per_token_{L}": 1e6 * prefill / L,
                 f"decode_us_{L}": 1e6 * decode}
         if L == 128:
