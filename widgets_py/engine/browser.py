@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 from . import registry
 
 
-def warm() -> None:
-    """Import every widget module now (the worker calls this once the page is interactive),
-    so that the reader's first change does not pay for it."""
-    registry.names()
+def modules() -> str:
+    """JSON list of the widget modules, for warm(): the worker imports them one per turn once
+    the page is interactive, so that the reader's first change does not pay for them all."""
+    return json.dumps(registry.modules())
+
+
+def warm(module: str) -> None:
+    importlib.import_module(module)
 
 
 def render(name: str, params_json: str) -> str:

@@ -36,6 +36,16 @@ def chapters() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(sys.modules[ROOT].__path__) if m.ispkg and CHAPTER.match(m.name))
 
 
+def modules() -> list[str]:
+    """The chapters' modules, by name, without importing them (the worker imports them one at
+    a time after the page is interactive, letting the reader's first changes in between)."""
+    out = []
+    for chapter in chapters():
+        package = importlib.import_module(f"{ROOT}.{chapter}")
+        out += [f"{package.__name__}.{info.name}" for info in pkgutil.iter_modules(package.__path__)]
+    return out
+
+
 @cache
 def _all() -> dict[str, Widget]:
     found: dict[str, Widget] = {}

@@ -52,8 +52,9 @@ def data() -> tuple[np.ndarray, np.ndarray]:
 
 def bigram_cross_entropy(fit: np.ndarray, test: np.ndarray, vocab_size: int, alpha: float = 0.0) -> float:
     """Nats per character on `test` of the bigram model estimated from `fit` (add-alpha)."""
-    counts = np.full((vocab_size, vocab_size), alpha)
-    np.add.at(counts, (fit[:-1], fit[1:]), 1)  # [V, V] pair counts
+    pair = (fit[:-1] * vocab_size + fit[1:]).astype(np.intp)  # bincount wants intp: int32 in Pyodide
+    pairs = np.bincount(pair, minlength=vocab_size * vocab_size)  # [V*V]
+    counts = pairs.reshape(vocab_size, vocab_size) + alpha  # [V, V] pair counts, smoothed
     probs = counts / np.maximum(counts.sum(1, keepdims=True), 1e-12)
     return float(-np.log(probs[test[:-1], test[1:]]).mean())
 

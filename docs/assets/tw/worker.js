@@ -24,8 +24,19 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   entry = py.pyimport(module);
   progress("A punt.", 1);
   post(P.LOADED);
-  await turn(); // calls already waiting go first; then the widgets' modules load while the reader reads
-  entry.warm();
+  warmUp(); // not awaited: calls are answered from now on
+}
+
+/** The widgets' modules load while the reader reads, one per turn: calls go in between. */
+async function warmUp() {
+  for (const module of JSON.parse(entry.modules())) {
+    await turn();
+    try {
+      entry.warm(module);
+    } catch {
+      // a module that fails to import says so when its widget is called, not here
+    }
+  }
 }
 
 function lastLine(error) {
