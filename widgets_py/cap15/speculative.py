@@ -18,7 +18,7 @@ import numpy as np
 from ..engine import fmt
 from ..models import corpus, gpt, pretrained
 from ..engine.params import Output, Param
-from ..engine.widget import Partial, Widget
+from ..engine.widget import Partial, Widget, finish
 from ..engine.svg import Plot
 
 PROMPT_CHARS = 32  # + at most 96 generated tokens: every position stays < 128, the trained window
@@ -107,12 +107,7 @@ def speculate(target, draft, prompt, n: int, k: int, coupling: str, temperature:
     `shown` lists (token, mark) including the rejected proposals; `rounds` has one record
     per target pass: tokens proposed, accepted, and emitted (accepted + the target's own).
     """
-    passes = speculating(target, draft, prompt, n, k, coupling, temperature, seed)
-    while True:
-        try:
-            next(passes)
-        except StopIteration as end:
-            return end.value
+    return finish(speculating(target, draft, prompt, n, k, coupling, temperature, seed))
 
 
 def summary(out: list, shown: list, rounds: list) -> dict:

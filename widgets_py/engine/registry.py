@@ -20,7 +20,7 @@ from functools import cache
 from typing import Any
 
 from .params import ParamError, validate
-from .widget import Partial, Result, Widget
+from .widget import Partial, Result, Widget, finish, mapped
 
 __all__ = ["Partial", "Result", "Widget", "compute", "formatted", "get", "is_measured", "names", "replies", "run",
            "validate_params"]
@@ -88,20 +88,18 @@ def _stages(widget: Widget, params: dict):
     the Partials of a long compute, then its final state (returned, as StopIteration.value)."""
     skip = widget.trainable.run_params if widget.trainable else ()
     out = widget.compute(**{k: v for k, v in params.items() if k not in skip})
-    if inspect.isgenerator(out):
-        out = yield from out
-    return out
+    if not inspect.isgenerator(out):
+        return out
+
+    def checked(part):
+        assert isinstance(part, Partial), f"{widget.name}: compute yielded {type(part).__name__}, not Partial"
+        return part
+    return (yield from mapped(out, checked))
 
 
 def _state(widget: Widget, params: dict) -> Any:
     """The final state: a long compute's partials are not wanted here."""
-    stages = _stages(widget, params)
-    while True:
-        try:
-            part = next(stages)
-        except StopIteration as end:
-            return end.value
-        assert isinstance(part, Partial), f"{widget.name}: compute yielded {type(part).__name__}, not Partial"
+    return finish(_stages(widget, params))
 
 
 def _values(widget: Widget, state: Any, partial: bool = False) -> dict:
@@ -122,21 +120,27 @@ def compute(name: str, raw: dict[str, Any] | None = None) -> tuple[dict, dict]:
     return params, _values(widget, _state(widget, params))
 
 
+def _drawn(widget: Widget, params: dict, state: Any, partial: bool = False) -> Result:
+    svg, alt = widget.figure(params, state)
+    tables = widget.tables(params, state) if widget.tables else ""
+    return Result(values=_values(widget, state, partial), figure=svg, alt=alt, tables=tables)
+
+
+def _as_reply(name: str, result: Result) -> dict[str, Any]:
+    return {"values": result.values, "text": formatted(name, result.values), "figure": result.figure,
+            "alt": result.alt, "tables": result.tables}
+
+
 def run(name: str, raw: dict[str, Any] | None = None) -> Result:
     """Validate `raw` against the widget's declared parameters, compute once, and draw."""
     widget = get(name)
     params = validate(widget.params, raw or {})
-    state = _state(widget, params)
-    svg, alt = widget.figure(params, state)
-    tables = widget.tables(params, state) if widget.tables else ""
-    return Result(values=_values(widget, state), figure=svg, alt=alt, tables=tables)
+    return _drawn(widget, params, _state(widget, params))
 
 
 def reply(name: str, raw: dict[str, Any] | None = None) -> dict[str, Any]:
     """One run as the browser gets it: values, their Catalan text, the figure and tables."""
-    result = run(name, raw)
-    return {"values": result.values, "text": formatted(name, result.values), "figure": result.figure,
-            "alt": result.alt, "tables": result.tables}
+    return _as_reply(name, run(name, raw))
 
 
 def replies(name: str, raw: dict[str, Any] | None = None):
@@ -144,23 +148,12 @@ def replies(name: str, raw: dict[str, Any] | None = None):
     and `message`; its values may lack outputs still to come), then the final reply."""
     widget = get(name)
     params = validate(widget.params, raw or {})
-    stages = _stages(widget, params)
-    while True:
-        try:
-            part = next(stages)
-        except StopIteration as end:
-            state = end.value
-            break
-        assert isinstance(part, Partial), f"{widget.name}: compute yielded {type(part).__name__}, not Partial"
-        values = _values(widget, part.state, partial=True)
-        svg, alt = widget.figure(params, part.state)
-        yield {"partial": True, "done": part.done, "message": part.message, "values": values,
-               "text": formatted(name, values), "figure": svg, "alt": alt,
-               "tables": widget.tables(params, part.state) if widget.tables else ""}
-    svg, alt = widget.figure(params, state)
-    values = _values(widget, state)
-    yield {"values": values, "text": formatted(name, values), "figure": svg, "alt": alt,
-           "tables": widget.tables(params, state) if widget.tables else ""}
+
+    def shown(part: Partial) -> dict:
+        progress = {"partial": True, "done": part.done, "message": part.message}
+        return progress | _as_reply(name, _drawn(widget, params, part.state, partial=True))
+    state = yield from mapped(_stages(widget, params), shown)
+    yield _as_reply(name, _drawn(widget, params, state))
 
 
 def _plain(value: Any) -> Any:

@@ -43,6 +43,26 @@ class Partial:
     message: str = ""  # Catalan: what it is computing now, for the widget's status line
 
 
+def finish(generator) -> Any:
+    """Run a generator to its end and return what it returns (a staged compute's final state,
+    when the stages on the way are not wanted)."""
+    while True:
+        try:
+            next(generator)
+        except StopIteration as end:
+            return end.value
+
+
+def mapped(generator, fn):
+    """A generator yielding fn(item) for each item `generator` yields, returning what it returns."""
+    while True:
+        try:
+            item = next(generator)
+        except StopIteration as end:
+            return end.value
+        yield fn(item)
+
+
 @dataclass(frozen=True)
 class Trainable:
     """A widget whose model the reader can retrain from scratch in the browser."""

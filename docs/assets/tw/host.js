@@ -88,7 +88,11 @@
     let outcome;
     try {
       const edited = tw.codepanel && tw.codepanel.edited(w) !== null; // the reader's code (codepanel.js)
-      const onStep = (data) => page === here && !lane.next && (lane.partial = true) && showPartial(w, data);
+      const onStep = (data) => {
+        if (page !== here || lane.next) return; // a stale run's stage: the newer one will show
+        lane.partial = true;
+        showPartial(w, data);
+      };
       lane.call = edited ? tw.codepanel.run(w, here.kernel, params)
         : here.kernel.call(RUN, { widget: w.dataset.widget, params }, onStep);
       outcome = { ok: true, data: await lane.call };
