@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -25,6 +27,16 @@ class Scale:
         else:
             t = (v - self.lo) / (self.hi - self.lo)
         return round(self.a + t * (self.b - self.a), 2)
+
+    def many(self, values) -> list[float]:
+        """Pixels of many values. A numpy array goes through numpy in one pass: per element the
+        same arithmetic and the same rounding (np.round) as calling the scale on its elements,
+        at a fraction of the cost (a numpy scalar's round() takes microseconds in Pyodide).
+        Anything else (Python numbers, whose round() is Python's) is mapped one by one."""
+        if self.log or not isinstance(values, np.ndarray) or values.dtype.kind not in "iuf":
+            return [self(v) for v in values]
+        t = (values - self.lo) / (self.hi - self.lo)  # [n]
+        return np.round(self.a + t * (self.b - self.a), 2).tolist()
 
 
 @dataclass
@@ -68,7 +80,7 @@ class Plot:
         return self
 
     def line(self, xs, ys, cls: str, dash: bool = False) -> "Plot":
-        pts = " ".join(f"{self.x(a)},{self.y(b)}" for a, b in zip(xs, ys))
+        pts = " ".join(f"{a},{b}" for a, b in zip(self.x.many(xs), self.y.many(ys)))
         extra = ' stroke-dasharray="6 4"' if dash else ""
         self.parts.append(f'<polyline class="tw-line {cls}" points="{pts}"{extra}/>')
         return self
