@@ -56,13 +56,17 @@ def macs_per_token(cfg: GPTConfig) -> int:
     return cfg.layers * (d * 3 * d + d * d + 2 * d * h) + d * cfg.vocab
 
 
+@lru_cache(maxsize=64)
 def positions(start: int, count: int, d: int) -> np.ndarray:
-    """Sinusoidal position encodings of positions start..start+count-1: [count, d]."""
+    """Sinusoidal position encodings of positions start..start+count-1: [count, d]. Kept
+    (every training step asks for the same); read-only, as callers share it."""
     pos = np.arange(start, start + count, dtype=np.float32)[:, None]  # [T, 1]
     freq = np.exp(-np.log(10000.0) * np.arange(0, d, 2, dtype=np.float32) / d)  # [d/2]
     enc = np.empty((count, d), np.float32)
     enc[:, 0::2], enc[:, 1::2] = np.sin(pos * freq), np.cos(pos * freq)
-    return 0.02 * enc  # small beside the token embeddings, which start at std 0.02
+    enc *= 0.02  # small beside the token embeddings, which start at std 0.02
+    enc.flags.writeable = False
+    return enc
 
 
 # ---- matrix products: BLAS natively, einsum's row-wise loops in Pyodide -----------------
@@ -150,9 +154,11 @@ def relu_backward(dout, on):
 
 
 @lru_cache(maxsize=64)
-def causal_mask(tq: int, tk: int, offset: int) -> np.ndarray:
-    """[Tq, Tk] additive mask: 0 where query i may see key j (j <= i + offset), else -inf."""
-    return np.where(np.arange(tk)[None, :] > np.arange(tq)[:, None] + offset, -np.inf, 0.0).astype(np.float32)
+def causal_mask(tq: int, tk: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """[Tq, Tk] additive mask, 0 where query i may see key j (j <= i + offset) and -inf
+    elsewhere, and the same as a bool array, True where it may see."""
+    hidden = np.arange(tk)[None, :] > np.arange(tq)[:, None] + offset
+    return np.where(hidden, -np.inf, 0.0).astype(np.float32), ~hidden
 
 
 def attention(q, k, v, causal_offset=0):
@@ -160,9 +166,10 @@ def attention(q, k, v, causal_offset=0):
     tq, tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
     scores = q @ k.swapaxes(-1, -2)  # [B, H, Tq, Tk]
     scores *= 1.0 / np.sqrt(hs)
-    scores += causal_mask(tq, tk, causal_offset)  # -inf above the diagonal
+    mask, seen = causal_mask(tq, tk, causal_offset)
+    scores += mask  # -inf above the diagonal
     scores -= scores.max(-1, keepdims=True)
-    att = np.exp(scores, out=scores)
+    att = np.exp(scores, out=np.zeros_like(scores), where=seen)  # exp(-inf) = 0 is not computed
     att /= att.sum(-1, keepdims=True)  # softmax over keys
     return att @ v, (q, k, v, att)  # [B, H, Tq, hs]
 
