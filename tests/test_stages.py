@@ -4,6 +4,7 @@ and that the end is exactly the one-shot run."""
 from __future__ import annotations
 
 import dataclasses
+import html
 
 import pytest
 
@@ -94,3 +95,16 @@ def test_a_partial_may_lack_outputs_the_end_may_not():
         assert next(stages)["values"] == {}
         with pytest.raises(AssertionError, match="outputs not computed"):
             next(stages)
+
+
+def test_sampling_shows_the_distribution_then_the_sample_as_it_grows():
+    from widgets_py.cap15 import sampling
+
+    partials, last = final("sampling")
+    assert "sample" not in partials[0]["values"] and "es genera…" in partials[0]["tables"]
+    assert partials[0]["values"]["kept"] == last["values"]["kept"]  # the distribution comes whole, first
+    grown = [p["values"]["sample_so_far"] for p in partials[1:]]
+    assert [len(s) for s in grown] == list(range(sampling.SAMPLE_STAGE, sampling.SAMPLE_CHARS, sampling.SAMPLE_STAGE))
+    assert all(last["values"]["sample"].startswith(s) for s in grown)  # each the beginning of the final text
+    assert all(html.escape(s) + "…" in p["tables"] for s, p in zip(grown, partials[1:]))
+    assert "…</mark>" not in last["tables"] and "sample_so_far" not in last["values"]

@@ -22,6 +22,7 @@ from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot
 
 SAMPLE_CHARS = 120  # characters generated with the current settings
+SAMPLE_STAGE = 30  # characters per stage of the sample shown while it is generated
 SHOWN = 24  # bars in the figure
 TOP_P_TOL = 1e-9  # a cumulative mass within 1e-9 of top_p counts as reaching it (see nucleus)
 
@@ -180,7 +181,12 @@ def sampling(temperature: float, top_k: int, top_p: float, min_p: float, penalty
     }
     yield Partial(dict(out), 0.1, "una mostra de text, caràcter a caràcter")
     rng = np.random.default_rng(seed)  # the sample: same settings, token after token
-    sample = [s.token for s in generate(params, cfg, prompt, SAMPLE_CHARS, settings, rng, (logits, kv))]
+    sample = []
+    for step in generate(params, cfg, prompt, SAMPLE_CHARS, settings, rng, (logits, kv)):
+        sample.append(step.token)
+        if len(sample) % SAMPLE_STAGE == 0 and len(sample) < SAMPLE_CHARS:  # the text so far, as it grows
+            yield Partial(out | {"sample_so_far": corpus.decode(sample)}, 0.1 + 0.9 * len(sample) / SAMPLE_CHARS,
+                          "una mostra de text, caràcter a caràcter")
     return out | {"sample": corpus.decode(sample)}
 
 
@@ -217,8 +223,10 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
 def _tables(p: dict, v: dict) -> str:
     from html import escape
 
-    return (f'<p class="tw-sample"><span class="tw-prompt">…{escape(v["context_tail"])}</span>'
-            f'<mark>{escape(v["sample"]) if "sample" in v else "es genera…"}</mark></p>')
+    so_far = v.get("sample_so_far")  # while it is generated
+    text = escape(v["sample"]) if "sample" in v else escape(so_far) + "…" if so_far else "es genera…"
+    return f'<p class="tw-sample"><span class="tw-prompt">…{escape(v["context_tail"])}</span><mark>{text}</mark></p>'
+
 
 
 PARAMS = (
