@@ -228,7 +228,6 @@ def _tables(p: dict, v: dict) -> str:
     return f'<p class="tw-sample"><span class="tw-prompt">…{escape(v["context_tail"])}</span><mark>{text}</mark></p>'
 
 
-
 PARAMS = (
     Param("temperature", "float", 1.0, "Temperatura", min=0.0, max=2.0, step=0.05,
           help="Divideix els logits abans de la softmax. A 0 és greedy, i com més s'hi acosta, més s'hi assembla."),
