@@ -219,6 +219,16 @@ def test_kv_cache_decoding_matches_the_reference_at_every_position(cfg, matmul):
     np.testing.assert_allclose(chunk, ref[cut:], rtol=ORACLE_RTOL, atol=ORACLE_ATOL * np.abs(ref).max())
 
 
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=lambda c: f"d{c.d}L{c.layers}H{c.heads}T{c.context}")
+def test_next_logits_is_the_references_last_row_for_every_window_length(cfg, matmul):
+    """A sliding window's next-token logits (the last block for the last position only)."""
+    p, tokens, _ = oracle_case(cfg, 7)
+    for n in sorted({1, 2, cfg.context // 2, cfg.context}):
+        ref = ref_gpt(tokens[:n], p, cfg.heads, cfg.layers)[-1]  # [V]
+        np.testing.assert_allclose(gpt.next_logits(p, cfg, tokens[:n]), ref, rtol=ORACLE_RTOL,
+                                   atol=ORACLE_ATOL * np.abs(ref).max())
+
+
 def test_positions_are_the_sinusoids():
     np.testing.assert_allclose(gpt.positions(0, 128, 32), ref_positions(128, 32), atol=1e-6)
     np.testing.assert_allclose(gpt.positions(37, 5, 12), ref_positions(42, 12)[37:], atol=1e-7)

@@ -121,7 +121,8 @@ def generate(params: dict, cfg: gpt.GPTConfig, prompt: np.ndarray, n: int, setti
     step's logits are those of a fresh forward over the last cfg.context tokens. While the
     sequence fits in the window that is one cached decode step; once it no longer fits every
     token's position shifts by one, the cached keys and values are stale, and the window is
-    recomputed (a forward of cfg.context tokens per step). `start` = (last logits, cache) of
+    recomputed (a forward of cfg.context tokens per step, whose last block runs for the last
+    position only: gpt.next_logits). `start` = (last logits, cache) of
     the prompt's window, if the caller already has them. The penalty sees the whole sequence
     (prompt included), as HF's does.
     """
@@ -141,10 +142,10 @@ def generate(params: dict, cfg: gpt.GPTConfig, prompt: np.ndarray, n: int, setti
         if len(window) < cfg.context:  # still fits: extend the cache by one token
             window = np.append(window, token)
             step, kv = gpt.extend(params, cfg, [token], kv)
+            last = step[-1]
         else:  # slide: drop the oldest token and recompute the window from position 0
             window = np.append(window[1:], token)
-            step, kv = gpt.extend(params, cfg, window)
-        last = step[-1]
+            last = gpt.next_logits(params, cfg, window)  # no cache: the next step slides again
 
 
 def context_at(position: int) -> np.ndarray:

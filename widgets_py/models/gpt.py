@@ -56,7 +56,7 @@ def macs_per_token(cfg: GPTConfig) -> int:
     return cfg.layers * (d * 3 * d + d * d + 2 * d * h) + d * cfg.vocab
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def positions(start: int, count: int, d: int) -> np.ndarray:
     """Sinusoidal position encodings of positions start..start+count-1: [count, d]. Kept
     (every training step asks for the same); read-only, as callers share it."""
@@ -75,13 +75,19 @@ def positions(start: int, count: int, d: int) -> np.ndarray:
 # contiguous rows: "axpy" (out[i, :] += a[i, k] * b[k, :]) and "dot" (out[i, n] = a[i, :]
 # · bt[n, :], accumulated in a register). Measured in Pyodide at this model's shapes, dot
 # wins when the summed axis is at least as long as the output row, axpy otherwise; both
-# beat matmul 1.5-3× (benchmarks/training.py measures the peak of each). Same products,
-# summed in another float32 order. Natively, BLAS is far faster than either.
+# beat matmul 1.5-3× (benchmarks/training.py measures the peak of each), except on a few
+# rows, where einsum's setup costs more than the product. Same products, summed in another
+# float32 order. Natively, BLAS is far faster than either.
 EINSUM = sys.platform == "emscripten"
+
+
+FEW_ROWS = 4  # up to this many rows (a decode step), matmul's small fixed cost wins instead
 
 
 def _einsum(a2, b=None, bt=None):
     """a2 [M, K] @ [K, N], the right side given as b [K, N] or as bt [N, K]."""
+    if a2.shape[0] <= FEW_ROWS:
+        return a2 @ (b if b is not None else bt.T)
     n = b.shape[1] if b is not None else bt.shape[0]
     if a2.shape[1] >= n:  # long sums, narrow output: contiguous dot products
         return np.einsum("ik,nk->in", a2, np.ascontiguousarray(b.T) if bt is None else bt)
@@ -111,10 +117,20 @@ def mm_tn(a, b):
 
 # ---- layers: forward(...) -> (out, cache), backward(dout, cache) -> grads --------------
 
+# Reductions call the ufunc's reduce directly: ndarray.sum/max/mean go through Python-level
+# wrappers (numpy/_core/_methods.py), whose cost in Pyodide is several times the reduction's
+# on these small arrays. Bit for bit the same.
+def _sum(x, axis=-1):
+    return np.add.reduce(x, axis=axis, keepdims=True)
+
+
+def _max(x, axis=-1):
+    return np.maximum.reduce(x, axis=axis, keepdims=True)
+
+
 def _mean(x):
-    """x.mean(-1, keepdims=True), bit for bit (the same float32 sum, divided by the count),
-    without ndarray.mean's Python-level wrapper: 5× faster in Pyodide on these small rows."""
-    return x.sum(-1, keepdims=True) / x.shape[-1]
+    """x.mean(-1, keepdims=True), bit for bit (the same float32 sum, divided by the count)."""
+    return _sum(x) / x.shape[-1]
 
 
 def layernorm(x, w, b, eps=1e-5):
@@ -130,7 +146,7 @@ def layernorm_backward(dout, cache):
     dnorm = dout * w  # [..., C]
     dx = rstd * (dnorm - _mean(dnorm) - norm * _mean(dnorm * norm))
     axes = tuple(range(dout.ndim - 1))
-    return dx, (dout * norm).sum(axes), dout.sum(axes)
+    return dx, np.add.reduce(dout * norm, axis=axes), np.add.reduce(dout, axis=axes)
 
 
 def linear(x, w, b):
@@ -140,7 +156,7 @@ def linear(x, w, b):
 def linear_backward(dout, cache):
     x, w = cache
     x2, d2 = x.reshape(-1, x.shape[-1]), dout.reshape(-1, dout.shape[-1])
-    return mm_nt(dout, w), mm_tn(x2, d2), d2.sum(0)
+    return mm_nt(dout, w), mm_tn(x2, d2), np.add.reduce(d2, axis=0)
 
 
 def relu(x):
@@ -168,9 +184,9 @@ def attention(q, k, v, causal_offset=0):
     scores *= 1.0 / np.sqrt(hs)
     mask, seen = causal_mask(tq, tk, causal_offset)
     scores += mask  # -inf above the diagonal
-    scores -= scores.max(-1, keepdims=True)
-    att = np.exp(scores, out=np.zeros_like(scores), where=seen)  # exp(-inf) = 0 is not computed
-    att /= att.sum(-1, keepdims=True)  # softmax over keys
+    scores -= _max(scores)
+    att = np.exp(scores, out=np.zeros(scores.shape, scores.dtype), where=seen)  # exp(-inf) = 0 is not computed
+    att /= _sum(att)  # softmax over keys
     return att @ v, (q, k, v, att)  # [B, H, Tq, hs]
 
 
@@ -178,7 +194,7 @@ def attention_backward(dout, cache):
     q, k, v, att = cache
     datt = dout @ v.swapaxes(-1, -2)  # [B, H, Tq, Tk]
     dv = att.swapaxes(-1, -2) @ dout
-    dscores = att * (datt - (datt * att).sum(-1, keepdims=True)) / np.sqrt(q.shape[-1]).astype(q.dtype)
+    dscores = att * (datt - _sum(datt * att)) / np.sqrt(q.shape[-1]).astype(q.dtype)
     return dscores @ k, dscores.swapaxes(-1, -2) @ q, dv
 
 
@@ -194,15 +210,20 @@ def merge_heads(x):  # [B, H, T, hs] -> [B, T, H*hs]
 
 # ---- the model ----------------------------------------------------------------------
 
-def block(p, i, x, heads, kv=None):
-    """One transformer block. kv: (k_past, v_past) [B, H, Tpast, hs] or None."""
+def block(p, i, x, heads, kv=None, last=False):
+    """One transformer block. kv: (k_past, v_past) [B, H, Tpast, hs] or None. last: only the
+    last position's output is wanted: keys and values come from every position, the query,
+    the projection and the MLP from the last one alone (x [B, T, C] -> [B, 1, C])."""
     a, c_ln1 = layernorm(x, p[f"h{i}.ln1.w"], p[f"h{i}.ln1.b"])
     qkv, c_qkv = linear(a, p[f"h{i}.qkv.w"], p[f"h{i}.qkv.b"])  # [B, T, C] -> [B, T, 3C]
-    q, k, v = (split_heads(t, heads) for t in np.split(qkv, 3, axis=-1))
+    c = qkv.shape[-1] // 3
+    q, k, v = (split_heads(qkv[..., j * c:(j + 1) * c], heads) for j in range(3))  # np.split's views
     past = 0
     if kv is not None:
         past = kv[0].shape[-2]
         k, v = np.concatenate([kv[0], k], -2), np.concatenate([kv[1], v], -2)
+    if last:  # the last query sees every key
+        q, x, past = q[..., -1:, :], x[:, -1:], k.shape[-2] - 1
     y, c_att = attention(q, k, v, causal_offset=past)
     o, c_proj = linear(merge_heads(y), p[f"h{i}.proj.w"], p[f"h{i}.proj.b"])
     x = x + o
@@ -239,8 +260,8 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     logits = mm_nt(xf, p["wte"])  # [B, T, C] -> [B, T, V], tied head
     if targets is None:
         return logits
-    z = logits - logits.max(-1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))  # log-softmax
+    z = logits - _max(logits)
+    logp = z - np.log(_sum(np.exp(z)))  # log-softmax
     loss = -np.take_along_axis(logp, targets[..., None], -1).mean()
     return logits, float(loss), (idx, targets, logp, xf, c_lnf, caches)
 
@@ -275,3 +296,14 @@ def extend(p, cfg: GPTConfig, tokens, kv=None):
         new.append(layer_kv)
     xf, _ = layernorm(x, p["lnf.w"], p["lnf.b"])
     return mm_nt(xf, p["wte"])[0], new  # [T, V]
+
+
+def next_logits(p, cfg: GPTConfig, tokens) -> np.ndarray:
+    """Logits [V] of the token after `tokens` (at positions 0..T-1), with no cache kept:
+    extend(tokens)[0][-1], but the last block and the head run for the last position only
+    (a generator sliding its window recomputes the window at every token)."""
+    x = p["wte"][np.asarray(tokens)][None] + positions(0, len(tokens), cfg.d)  # [1, T, C]
+    for i in range(cfg.layers):
+        x, _, _ = block(p, i, x, cfg.heads, last=i == cfg.layers - 1)  # the last: [1, 1, C]
+    xf, _ = layernorm(x, p["lnf.w"], p["lnf.b"])
+    return mm_nt(xf, p["wte"])[0, -1]  # [V]
