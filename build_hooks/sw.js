@@ -7,7 +7,8 @@
 // - The first install takes the page at once, and the workers the page started before that
 //   ("claim-workers" message: such a worker can be claimed only once its script runs). Then
 //   Pyodide's downloads pass through here and are kept: each file is downloaded once, even
-//   where the HTTP cache keeps nothing (a private window). The precache of the rest waits
+//   where the HTTP cache keeps nothing (a private window); their copies are written once a
+//   page is idle, not while it compiles them. The precache of the rest waits
 //   until the page says it is idle ("precache" message), so it never competes with Python's
 //   boot, and it skips what is kept already or still being kept.
 // - A new build installs beside the old one (copying unchanged files, downloading changed
@@ -43,11 +44,26 @@ async function digest(buffer) {
 
 /** Keep `response` under `path` only if its bytes are this build's: never a stale copy. */
 async function store(cache, path, response) {
-  const body = await response.arrayBuffer();
+  return keep(cache, path, await response.arrayBuffer(), response.headers);
+}
+
+async function keep(cache, path, body, headers) {
   if ((await digest(body)) !== FILES[path]) return false;
-  await cache.put(keyOf(path), new Response(body, { status: 200, headers: response.headers }));
+  await cache.put(keyOf(path), new Response(body, { status: 200, headers }));
   return true;
 }
+
+// Writing a file the page is loading into the cache costs CPU while the page compiles it
+// (Pyodide's 10 MB of wasm: ~0.7 s of a cold boot on two cores). Such a copy is read at
+// once and written when a page says it is idle ("precache"), or after QUIET_MS.
+const QUIET_MS = 30000;
+let quiet = null; // resolves when a page is idle
+let becomeQuiet = () => {};
+const whenQuiet = () =>
+  (quiet = quiet || new Promise((resolve) => {
+    becomeQuiet = resolve;
+    setTimeout(resolve, QUIET_MS);
+  }));
 
 async function precacheOne(cache, path) {
   await storing.get(path); // the page is loading it: its copy, not a second download
@@ -112,6 +128,8 @@ self.addEventListener("message", (event) => {
     event.waitUntil(claimWorkers(event.data.workers || []).then(answer, () => answer(false)));
   }
   if (type === "precache") {
+    whenQuiet();
+    becomeQuiet();
     const reply = (ok) => event.source && event.source.postMessage({ type: "precached", ok, version: VERSION });
     event.waitUntil(precache().then(() => reply(true), () => reply(false)));
   }
@@ -123,7 +141,11 @@ async function fromCache(event, path) {
   if (hit) return hit;
   const response = await fetch(event.request);
   if (response.ok && response.type === "basic" && !event.request.headers.has("range") && !storing.has(path)) {
-    const kept = store(cache, path, response.clone())
+    const copy = response.clone();
+    const body = copy.arrayBuffer(); // read now: an unread copy could hold the page's download back
+    body.catch(() => {}); // a broken download is not kept (below), and not an unhandled rejection
+    const kept = whenQuiet()
+      .then(async () => keep(cache, path, await body, copy.headers))
       .catch(() => false)
       .finally(() => storing.delete(path));
     storing.set(path, kept);
