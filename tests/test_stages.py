@@ -108,3 +108,15 @@ def test_sampling_shows_the_distribution_then_the_sample_as_it_grows():
     assert all(last["values"]["sample"].startswith(s) for s in grown)  # each the beginning of the final text
     assert all(html.escape(s) + "…" in p["tables"] for s, p in zip(grown, partials[1:]))
     assert "…</mark>" not in last["tables"] and "sample_so_far" not in last["values"]
+
+
+def test_batching_keeps_its_sweep_when_only_the_slots_change():
+    """The sweep of slot counts depends on the queue alone: moving the slots finds it kept,
+    with the same numbers; another queue computes it again."""
+    pretrained.forget()
+    cold_partials, cold = final("batching", {"slots": 16})
+    assert cold_partials  # the sweep was computed, in stages
+    assert final("batching", {"slots": 4})[0] == []
+    partials, warm = final("batching", {"slots": 16})
+    assert partials == [] and warm == cold
+    assert final("batching", {"slots": 16, "requests": 40})[0]  # another queue

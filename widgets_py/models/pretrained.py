@@ -121,7 +121,9 @@ def derived(key: tuple, make):
 
     Widgets keep what a control change does not alter (a prefill, a quantized model, a
     held-out loss) here rather than in caches of their own, so that new weights (a
-    retraining in the browser) invalidate every such result in one place."""
+    retraining in the browser) invalidate every such result in one place. A result that
+    depends on no weights (a simulation's) may be kept here too: new weights drop it, and it
+    is computed again, never wrong."""
     if key not in _derived:
         if len(_derived) >= DERIVED_MAX:
             _derived.clear()
