@@ -72,3 +72,23 @@ def test_training_steps_lower_the_loss_and_share_one_buffer():
     assert np.mean(losses[-5:]) < losses[0] - 0.5
     bases = {id(v.base) for v in p.values()}
     assert len(bases) == 1  # one buffer, updated in place
+
+
+def test_a_short_training_is_sensitive_to_the_last_bit():
+    """What chapter 15 tells a reader who retrains in the browser: after a few hundred steps,
+    one ulp on one initial weight changes the held-out loss visibly (at the third decimal
+    the widget shows), so another machine's float sums give another result."""
+    cfg, tc = pretrained.specs()["mini"]
+    tc = replace(tc, steps=300)
+
+    def heldout(nudge: bool) -> float:
+        buf, p = train.flat(gpt.init(cfg, tc.seed))
+        if nudge:
+            buf[0] = np.nextafter(buf[0], np.float32(1))
+        opt, rng = train.AdamW(p, tc), np.random.default_rng(tc.seed)
+        for step in range(tc.steps):
+            _, _, cache = gpt.forward(p, cfg, *train.batch(corpus.data()[0], cfg.context, tc.batch, rng))
+            opt.step(buf, gpt.backward(p, cfg, cache), train.lr_at(step, tc))
+        return train.evaluate(p, cfg, corpus.data()[1])
+
+    assert abs(heldout(True) - heldout(False)) > 1e-3
