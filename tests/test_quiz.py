@@ -2,6 +2,7 @@
 across reloads. The quizzes are found in the built site (book.quiz_pages)."""
 
 import pytest
+from playwright.sync_api import expect
 
 import book
 
@@ -21,7 +22,7 @@ def test_every_quiz_checks_answers_and_keeps_progress(watched, server, site):
         page.goto(server + url)
         total = page.locator(".tw-q").count()
         progress = page.locator(".tw-quiz .tw-quiz-progress")
-        assert progress.text_content() == f"0 de {total} resoltes", url
+        expect(progress).to_have_text(f"0 de {total} resoltes")
         solved = 0
 
         numbers = page.locator('.tw-q[data-kind="number"]')
@@ -44,28 +45,28 @@ def test_every_quiz_checks_answers_and_keeps_progress(watched, server, site):
         wrong = choice.locator("li:not([data-correct])").first
         wrong.locator("button").click()
         assert wrong.locator(".tw-why").is_visible() and "tw-wrong" in wrong.get_attribute("class")
-        assert progress.text_content() == f"{solved} de {total} resoltes"
+        expect(progress).to_have_text(f"{solved} de {total} resoltes")
         right = choice.locator("li[data-correct]")
         right.locator("button").click()
         assert right.locator(".tw-why").is_visible()
         solved += 1
 
         if page.locator('.tw-q[data-kind="open"] summary').count():
-            page.locator('.tw-q[data-kind="open"] summary').first.click()
+            page.locator('.tw-q[data-kind="open"] summary').first.click()  # solved on "toggle", a task later
             solved += 1
-        assert progress.text_content() == f"{solved} de {total} resoltes", url
+        expect(progress).to_have_text(f"{solved} de {total} resoltes")
 
         checklist = page.locator(".tw-checklist input[type=checkbox]")
         if checklist.count():
             checklist.first.check()
         page.reload()
-        assert page.locator(".tw-quiz .tw-quiz-progress").text_content() == f"{solved} de {total} resoltes"
+        expect(page.locator(".tw-quiz .tw-quiz-progress")).to_have_text(f"{solved} de {total} resoltes")
         if checklist.count():
             assert page.locator(".tw-checklist input[type=checkbox]").first.is_checked()
         page.click(".tw-quiz-reset")
-        assert page.locator(".tw-quiz .tw-quiz-progress").text_content() == f"0 de {total} resoltes"
+        expect(page.locator(".tw-quiz .tw-quiz-progress")).to_have_text(f"0 de {total} resoltes")
         page.reload()
-        assert page.locator(".tw-quiz .tw-quiz-progress").text_content() == f"0 de {total} resoltes"
+        expect(page.locator(".tw-quiz .tw-quiz-progress")).to_have_text(f"0 de {total} resoltes")
     assert watched.errors == []
 
 
