@@ -120,14 +120,12 @@ def main() -> None:
 
         # cold boots drift by a second on a shared machine: pairs in turn, the median of their ratios
         pairs = []
-        for _ in range(args.rounds - 1):
+        for round_ in range(args.rounds):
             bare = bare_boot()
-            ctx, _, tti = cold_visit()
-            ctx.close()
+            ctx, page, tti = cold_visit()
             pairs.append((bare, tti))
-        bare = bare_boot()
-        ctx, page, tti = cold_visit()  # the last visit goes on to the byte count and the controls
-        pairs.append((bare, tti))
+            if round_ < args.rounds - 1:
+                ctx.close()  # the last visit goes on to the byte count and the controls
         bare_ms = statistics.median(b for b, _ in pairs)
         tti_ms = statistics.median(t for _, t in pairs)
         tti_ratio = statistics.median(t / b for b, t in pairs)

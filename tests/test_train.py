@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from widgets_py.engine import registry
 from widgets_py.models import corpus, gpt, pretrained, train
 
 
@@ -74,21 +75,22 @@ def test_training_steps_lower_the_loss_and_share_one_buffer():
     assert len(bases) == 1  # one buffer, updated in place
 
 
-def test_a_short_training_is_sensitive_to_the_last_bit():
-    """What chapter 15 tells a reader who retrains in the browser: after a few hundred steps,
-    one ulp on one initial weight changes the held-out loss visibly (at the third decimal
-    the widget shows), so another machine's float sums give another result."""
+def test_a_short_training_is_sensitive_to_the_last_bit_and_ends_near_the_bigram_bound():
+    """What chapter 15 tells a reader who retrains in the browser: a run of the widget's default
+    length ends near the bigram bound, and one ulp on one initial weight changes its held-out
+    loss visibly (at the third decimal the widget shows), so another machine's float sums give
+    another result."""
     cfg, tc = pretrained.specs()["mini"]
-    tc = replace(tc, steps=300)
+    tc = replace(tc, steps=next(q.default for q in registry.get("training").params if q.name == "steps"))
 
     def heldout(nudge: bool) -> float:
-        buf, p = train.flat(gpt.init(cfg, tc.seed))
+        init = gpt.init(cfg, tc.seed)
         if nudge:
-            buf[0] = np.nextafter(buf[0], np.float32(1))
-        opt, rng = train.AdamW(p, tc), np.random.default_rng(tc.seed)
-        for step in range(tc.steps):
-            _, _, cache = gpt.forward(p, cfg, *train.batch(corpus.data()[0], cfg.context, tc.batch, rng))
-            opt.step(buf, gpt.backward(p, cfg, cache), train.lr_at(step, tc))
+            init["wte"].flat[0] = np.nextafter(init["wte"].flat[0], np.float32(1))
+        for *_, p in train.steps(cfg, tc, corpus.data()[0], init):
+            pass
         return train.evaluate(p, cfg, corpus.data()[1])
 
-    assert abs(heldout(True) - heldout(False)) > 1e-3
+    losses = heldout(False), heldout(True)
+    assert abs(losses[0] - losses[1]) > 1e-3
+    assert all(abs(loss - corpus.bigram_bound()) < 0.2 for loss in losses), losses

@@ -71,11 +71,13 @@ class AdamW:
         buf -= lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + self.eps)
 
 
-def steps(cfg: gpt.GPTConfig, tc: TrainConfig, data: np.ndarray) -> Iterator[tuple[int, float, dict]]:
+def steps(cfg: gpt.GPTConfig, tc: TrainConfig, data: np.ndarray, init: dict | None = None
+          ) -> Iterator[tuple[int, float, dict]]:
     """Yields (step, training loss, params) after each step: the browser drives this. The
-    params are views into one buffer (`flat`), updated in place."""
+    params are views into one buffer (`flat`), updated in place; they start from `init`
+    (copied), or from gpt.init with the run's seed."""
     rng = np.random.default_rng(tc.seed)
-    buf, p = flat(gpt.init(cfg, tc.seed))
+    buf, p = flat(gpt.init(cfg, tc.seed) if init is None else init)
     opt = AdamW(p, tc)
     for step in range(tc.steps):
         x, y = batch(data, cfg.context, tc.batch, rng)
