@@ -222,6 +222,7 @@ def test_training_in_the_browser_reaches_the_bigram_bound_within_a_minute(watche
     assert values["heldout_loss"] < values["bigram"] + 0.05, values
     assert values["beats_bigram"] == (values["heldout_loss"] < values["bigram"])
     assert elapsed < 60, f"in-browser training took {elapsed:.1f} s"
+    assert page.get_attribute(sel, "data-train-matmul") == "wasm-simd"  # the SIMD kernel loaded in the worker
     # numbers in the prose at fixed parameters follow the new weights too, computed in the worker
     page.wait_for_function("([q, before]) => JSON.stringify([...document.querySelectorAll(q)].map(s => s.textContent)) !== before",
                            arg=[FIXED_ON_MINI, json.dumps(fixed_before, ensure_ascii=False)], timeout=90_000)

@@ -35,14 +35,24 @@ def rng():
     return np.random.default_rng(0)
 
 
-MATMULS = ["blas"] + (["einsum"] if hasattr(gpt, "EINSUM") else [])  # einsum: the Pyodide path
+MATMULS = ["blas", "einsum", "wasm"]  # einsum and the wasm kernel (in wasmtime): Pyodide's paths
 
 
 @pytest.fixture(params=MATMULS)
 def matmul(request, monkeypatch):
-    """Both ways gpt.py multiplies matrices must give the reference's numbers."""
-    monkeypatch.setattr(gpt, "EINSUM", request.param == "einsum", raising=False)
-    return request.param
+    """Every way gpt.py multiplies matrices must give the reference's numbers."""
+    monkeypatch.setattr(gpt, "EINSUM", request.param != "blas")
+    if request.param == "wasm":
+        from wasm_host import kernel
+        monkeypatch.setattr(gpt, "KERNEL", kernel())
+        calls = []
+        product = gpt.KERNEL._product
+        monkeypatch.setattr(gpt.KERNEL, "_product", lambda *a: calls.append(a[2:]) or product(*a))
+        yield request.param
+        assert calls, "the kernel was never called"
+    else:
+        monkeypatch.setattr(gpt, "KERNEL", None)
+        yield request.param
 
 
 def check(forward, backward, inputs, rng):
@@ -82,6 +92,7 @@ def test_attention(rng):
     check(gpt.attention, gpt.attention_backward, (q, k, v), rng)
 
 
+@pytest.mark.parametrize("matmul", ["blas", "einsum"], indirect=True)  # float64: the kernel is float32
 def test_whole_model_gradients(rng, matmul):
     cfg = gpt.GPTConfig(vocab=11, d=8, layers=2, heads=2, context=6)
     p = {k: v.astype(np.float64) + 0.1 * rng.standard_normal(v.shape) for k, v in gpt.init(cfg, 1).items()}
@@ -94,6 +105,25 @@ def test_whole_model_gradients(rng, matmul):
     for name, value in p.items():
         num = numeric_grad(lambda: gpt.forward(p, cfg, idx, targets)[1], value)
         assert rel_err(grads[name], num) < RTOL, name
+
+
+def test_float32_gradients_are_float64s_within_rounding(rng, matmul):
+    """The float32 backward (the browser's: einsum, or the kernel's products summed over rows
+    without a transpose) against the float64 BLAS one the finite differences check above."""
+    cfg = gpt.GPTConfig(vocab=11, d=8, layers=2, heads=2, context=6)
+    p = {k: v + np.float32(0.1) * rng.standard_normal(v.shape, np.float32) for k, v in gpt.init(cfg, 1).items()}
+    idx, targets = rng.integers(0, 11, (5, 6)), rng.integers(0, 11, (5, 6))  # 30 rows: past FEW_ROWS
+    grads = gpt.backward(p, cfg, gpt.forward(p, cfg, idx, targets)[2])
+    einsum, kernel = gpt.EINSUM, gpt.KERNEL
+    gpt.EINSUM, gpt.KERNEL = False, None
+    try:
+        p64 = {k: v.astype(np.float64) for k, v in p.items()}
+        ref = gpt.backward(p64, cfg, gpt.forward(p64, cfg, idx, targets)[2])
+    finally:
+        gpt.EINSUM, gpt.KERNEL = einsum, kernel
+    for name in p:
+        assert grads[name].dtype == np.float32
+        assert rel_err(grads[name], ref[name]) < 1e-5, name
 
 
 def test_prefill_plus_decode_equals_full_forward(rng):

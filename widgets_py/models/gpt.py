@@ -16,6 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import sgemm
+
 
 @dataclass(frozen=True)
 class GPTConfig:
@@ -69,25 +71,35 @@ def positions(start: int, count: int, d: int) -> np.ndarray:
     return enc
 
 
-# ---- matrix products: BLAS natively, einsum's row-wise loops in Pyodide -----------------
+# ---- matrix products: BLAS natively, a WebAssembly SIMD kernel in Pyodide ---------------
 # Pyodide's numpy has no BLAS: its matmul falls back to a loop that walks the right-hand
-# matrix down its columns and accumulates through memory. einsum has two faster loops over
-# contiguous rows: "axpy" (out[i, :] += a[i, k] * b[k, :]) and "dot" (out[i, n] = a[i, :]
-# · bt[n, :], accumulated in a register). Measured in Pyodide at this model's shapes, dot
-# wins when the summed axis is at least as long as the output row, axpy otherwise; both
-# beat matmul 1.5-3× (benchmarks/training.py measures the peak of each), except on a few
-# rows, where einsum's setup costs more than the product. Same products, summed in another
-# float32 order. Natively, BLAS is far faster than either.
+# matrix down its columns and accumulates through memory. In the browser, products go to
+# sgemm.py's kernel (f32x4 registers, 4-5× einsum's speed at this model's shapes). Where it
+# cannot load, einsum's two faster loops over contiguous rows stand in: "axpy" (out[i, :]
+# += a[i, k] * b[k, :]) and "dot" (out[i, n] = a[i, :] · bt[n, :], accumulated in a
+# register); dot wins when the summed axis is at least as long as the output row, axpy
+# otherwise; both beat matmul 1.5-3× (benchmarks/training.py measures the peak of each).
+# Same products, summed in another float32 order. Natively, BLAS is far faster than either.
 EINSUM = sys.platform == "emscripten"
-
-
+KERNEL = sgemm.browser_kernel()  # in Pyodide the SIMD kernel, None elsewhere (or no SIMD)
 FEW_ROWS = 4  # up to this many rows (a decode step), matmul's small fixed cost wins instead
 
 
-def _einsum(a2, b=None, bt=None):
+def matmul_path() -> str:
+    """Which products this runtime uses: "blas" (natively), "wasm-simd" or "einsum" (Pyodide)."""
+    return "blas" if not EINSUM else "einsum" if KERNEL is None else "wasm-simd"
+
+
+def _kernel_takes(*xs) -> bool:
+    return KERNEL is not None and all(x.dtype == np.float32 for x in xs)
+
+
+def _product(a2, b=None, bt=None):
     """a2 [M, K] @ [K, N], the right side given as b [K, N] or as bt [N, K]."""
     if a2.shape[0] <= FEW_ROWS:
         return a2 @ (b if b is not None else bt.T)
+    if _kernel_takes(a2, b if b is not None else bt):
+        return KERNEL.nn(a2, b if b is not None else np.ascontiguousarray(bt.T))  # bt: a weight, small
     n = b.shape[1] if b is not None else bt.shape[0]
     if a2.shape[1] >= n:  # long sums, narrow output: contiguous dot products
         return np.einsum("ik,nk->in", a2, np.ascontiguousarray(b.T) if bt is None else bt)
@@ -98,20 +110,22 @@ def mm(a, b):
     """a [..., K] @ b [K, N] -> [..., N]."""
     if not EINSUM:
         return a @ b
-    return _einsum(a.reshape(-1, a.shape[-1]), b=b).reshape(*a.shape[:-1], b.shape[1])
+    return _product(a.reshape(-1, a.shape[-1]), b=b).reshape(*a.shape[:-1], b.shape[1])
 
 
 def mm_nt(a, b):
     """a [..., N] @ b [K, N].T -> [..., K]: the tied head, and gradients through a weight."""
     if not EINSUM:
         return a @ b.T
-    return _einsum(a.reshape(-1, a.shape[-1]), bt=b).reshape(*a.shape[:-1], b.shape[0])
+    return _product(a.reshape(-1, a.shape[-1]), bt=b).reshape(*a.shape[:-1], b.shape[0])
 
 
 def mm_tn(a, b):
     """a [M, K].T @ b [M, N] -> [K, N]: a weight gradient, summed over the M rows."""
     if not EINSUM:
         return a.T @ b
+    if _kernel_takes(a, b):
+        return KERNEL.tn(a, b)
     return np.einsum("km,nm->kn", np.ascontiguousarray(a.T), np.ascontiguousarray(b.T))  # dot: M is long
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import corpus, pretrained, train
+from . import corpus, gpt, pretrained, train
 from ..engine import fmt
 
 
@@ -55,4 +55,5 @@ class Run:
         status = (f"Pas {fmt.number(len(self.history))} de {fmt.number(self.tc.steps)} · pèrdua "
                   f"{fmt.number(float(smooth(self.history)[-1]), 3)} nats · {fmt.number(elapsed, 1)} s")
         return {"step": len(self.history), "steps": self.tc.steps, "loss": self.history[-1], "done": self.done,
-                "status": status, "elapsed_s": elapsed, "ms_per_step": 1e3 * elapsed / len(self.history)}
+                "status": status, "elapsed_s": elapsed, "ms_per_step": 1e3 * elapsed / len(self.history),
+                "matmul": gpt.matmul_path()}

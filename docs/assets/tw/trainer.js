@@ -53,6 +53,7 @@
         } else {
           step(data);
           parts.status.textContent = TEXT.done(data.status);
+          w.dataset.trainMatmul = data.matmul; // "wasm-simd", or "einsum" where the kernel did not load
           w.dataset.trainElapsed = data.elapsed_s;
           onTrained(w);
         }

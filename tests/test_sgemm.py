@@ -1,0 +1,61 @@
+"""The WebAssembly SIMD matmul kernel the browser multiplies with (widgets_py/models/sgemm):
+the committed binary is its source assembled, and its products are float64's within
+float32 rounding, at every shape (odd rows and columns, one of each) and in both layouts."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wasm_host import kernel, wasmtime  # noqa: F401  (skips the module without wasmtime)
+
+from widgets_py.models import sgemm
+
+
+def test_the_committed_binary_is_the_source_assembled():
+    assert sgemm.WASM.read_bytes() == sgemm.assemble(), "re-assemble: python -m widgets_py.models.sgemm"
+
+
+def assert_product(got, a, b):
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    bound = np.abs(a).astype(np.float64) @ np.abs(b) * a.shape[1] * 2.0 ** -23  # float32 summation
+    assert got.shape == ref.shape and got.dtype == np.float32
+    assert np.all(np.abs(got - ref) <= bound + 1e-30)
+
+
+dims = st.integers(1, 70)
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=dims, k=dims, n=dims, seed=st.integers(0, 2**32 - 1))
+def test_products_at_any_shape_in_both_layouts(m, k, n, seed):
+    """Memory starts as NaN: a read of the slack past A, B or C that reached an output shows."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    kern = kernel()
+    assert_product(kern.nn(a, b), a, b)
+    assert_product(kern.tn(np.ascontiguousarray(a.T), b), a, b)
+
+
+def test_the_models_shapes_and_a_grown_memory():
+    """The training step's shapes, one kernel for all (its memory grows, and is reused)."""
+    rng = np.random.default_rng(0)
+    kern = kernel()
+    for m, k, n in [(512, 32, 96), (512, 128, 32), (32, 512, 90), (4096, 32, 128), (90, 512, 32), (5, 3, 2)]:
+        a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+        assert_product(kern.nn(a, b), a, b)
+        assert_product(kern.tn(np.ascontiguousarray(a.T), b), a, b)
+
+
+def test_exact_on_small_integers():
+    """Integer-valued floats sum exactly in any order: every element, bit for bit."""
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(-8, 8, (37, 19)).astype(np.float32), rng.integers(-8, 8, (19, 45)).astype(np.float32)
+    np.testing.assert_array_equal(kernel().nn(a, b), a @ b)
+    np.testing.assert_array_equal(kernel().tn(np.ascontiguousarray(a.T), b), a @ b)
+
+
+def test_layout_leaves_slack_after_each_region():
+    b, c, end = sgemm.layout(90, 512, 32)
+    assert b >= 90 * 512 + 3 * 512 and c >= b + 512 * 32 + 7 and end >= c + 90 * 32 + 3 * 32 + 7

@@ -1,0 +1,45 @@
+"""The SIMD matmul kernel (widgets_py/models/sgemm.wasm) run natively by wasmtime, behind
+the same Kernel code the browser uses: tests exercise the product outside a browser."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from widgets_py.models import sgemm
+
+wasmtime = pytest.importorskip("wasmtime")
+
+
+class WasmtimeHost:
+    def __init__(self, wasm: bytes = sgemm.WASM.read_bytes(), fill: float = np.nan):
+        self.store = wasmtime.Store()
+        exports = wasmtime.Instance(self.store, wasmtime.Module(self.store.engine, wasm), []).exports(self.store)
+        self.memory, self._sgemm = exports["memory"], exports["sgemm"]
+        self.fill = np.float32(fill)  # what fresh memory holds: NaN shows any read of slack that leaks
+        self._poison(0)
+
+    def _poison(self, start_page: int) -> None:
+        size = self.memory.data_len(self.store)
+        start = start_page * sgemm.PAGE
+        self.memory.write(self.store, np.full((size - start) // 4, self.fill, np.float32).tobytes(), start)
+
+    def reserve(self, floats: int) -> None:
+        have = self.memory.data_len(self.store) // 4
+        if floats > have:
+            pages = self.memory.size(self.store)
+            self.memory.grow(self.store, -(-(floats - have) * 4 // sgemm.PAGE))
+            self._poison(pages)
+
+    def write(self, at: int, x: np.ndarray) -> None:
+        self.memory.write(self.store, x.astype(np.float32, copy=False).tobytes(), 4 * at)
+
+    def read(self, at: int, out: np.ndarray) -> None:
+        out[...] = np.frombuffer(self.memory.read(self.store, 4 * at, 4 * (at + out.size)), np.float32).reshape(out.shape)
+
+    def sgemm(self, *args: int) -> None:
+        self._sgemm(self.store, *args)
+
+
+def kernel(**kw) -> sgemm.Kernel:
+    return sgemm.Kernel(WasmtimeHost(**kw))
