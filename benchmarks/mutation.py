@@ -26,7 +26,9 @@ MODULES = {  # module -> (its file, the unit tests that own it)
     "sampling": ("widgets_py/cap15/sampling.py", ["tests/test_sampling.py"]),
     "quantize": ("widgets_py/cap15/quantize.py", ["tests/test_quantize.py"]),
     "numformats": ("widgets_py/models/numformats.py", ["tests/test_quantize.py"]),  # quantize's rounding
+    "sgemm": ("widgets_py/models/sgemm.py", ["tests/test_sgemm.py", "tests/test_gpt.py"]),  # the browser's products
 }
+HELPERS = ["tests/conftest.py", "tests/wasm_host.py"]  # imported by the tests, never mutated
 KILLED = {"killed", "timeout"}  # a mutant that hangs is caught too (mutmut's own count)
 
 
@@ -36,7 +38,7 @@ def scratch_copy(module: str, path: str, tests: list[str]) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "widgets_py", work / "widgets_py", ignore=ignore)
     (work / "tests").mkdir()
-    for name in ["tests/conftest.py", *tests]:
+    for name in [*HELPERS, *tests]:
         shutil.copy(ROOT / name, work / name)
     (work / "pyproject.toml").write_text(
         "[tool.mutmut]\n"

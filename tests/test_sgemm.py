@@ -59,3 +59,9 @@ def test_exact_on_small_integers():
 def test_layout_leaves_slack_after_each_region():
     b, c, end = sgemm.layout(90, 512, 32)
     assert b >= 90 * 512 + 3 * 512 and c >= b + 512 * 32 + 7 and end >= c + 90 * 32 + 3 * 32 + 7
+
+
+def test_natively_there_is_no_browser_kernel_and_nothing_was_tried():
+    """CPython multiplies with BLAS: the browser's kernel is not even attempted (its loading,
+    BrowserHost, is covered in Chromium: the training test requires the wasm-simd path)."""
+    assert sgemm.browser_kernel() is None and sgemm.FAILURE is None
