@@ -5,6 +5,7 @@ float32 rounding, at every shape (odd rows and columns, one of each) and in both
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,31 @@ def test_products_at_any_shape_in_both_layouts(m, k, n, seed):
     kern = kernel()
     assert_product(kern.nn(a, b), a, b)
     assert_product(kern.tn(np.ascontiguousarray(a.T), b), a, b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(batch=st.lists(st.integers(1, 5), min_size=1, max_size=2), m=st.integers(1, 20), k=st.integers(1, 20),
+       n=st.integers(1, 20), seed=st.integers(0, 2**32 - 1))
+def test_batched_products_are_numpys_matmul_item_by_item(batch, m, k, n, seed):
+    """Leading axes multiply pair by pair (attention's [B, H, T, hs] products): no item's
+    spill past its last row or column reaches the next item's numbers."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((*batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((*batch, k, n)).astype(np.float32)
+    kern = kernel()
+    got, got_tn = kern.nn(a, b), kern.tn(np.ascontiguousarray(a.swapaxes(-1, -2)), b)
+    assert got.shape == got_tn.shape == (*batch, m, n)
+    for i in np.ndindex(*batch):
+        assert_product(got[i], a[i], b[i])
+        assert_product(got_tn[i], a[i], b[i])
+
+
+def test_shapes_that_do_not_multiply_are_refused():
+    a = np.zeros((2, 3, 4), np.float32)
+    with pytest.raises(ValueError, match="do not multiply"):
+        kernel().nn(a, np.zeros((2, 5, 6), np.float32))
+    with pytest.raises(ValueError, match="do not multiply"):
+        kernel().nn(a, np.zeros((3, 4, 6), np.float32))
 
 
 def test_the_models_shapes_and_a_grown_memory():

@@ -25,42 +25,48 @@ WAT, WASM = HERE / "sgemm.wat", HERE / "sgemm.wasm"
 PAGE = 65536  # bytes in a WebAssembly memory page
 
 
-def layout(m: int, k: int, n: int) -> tuple[int, int, int]:
-    """Offsets (in floats) of B and C after A at 0, and the floats the product needs.
+def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
+    """Offsets (in floats) of B and C after A at 0, and the floats the products need.
 
     The kernel reads up to 3 rows past A (a last block of 4 rows), 7 floats past B's rows (a
     last block of 8 columns) and writes as far past C: each region is followed by slack, and
     what is read or written there only reaches rows and columns nobody reads back.
     """
     slack = 3 * max(m, k, n) + 8
-    b = m * k + slack
-    c = b + k * n + slack
-    return b, c, c + m * n + slack
+    b = count * m * k + slack
+    c = b + count * k * n + slack
+    return b, c, c + count * m * n + slack
 
 
 class Kernel:
-    """C = A @ B on a host that holds the kernel's memory (the browser's, or wasmtime's)."""
+    """C = A @ B on a host that holds the kernel's memory (the browser's, or wasmtime's).
+    Leading axes are a batch: one call multiplies every pair, as numpy's matmul does."""
 
     def __init__(self, host):
         self.host = host
 
     def nn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """a [M, K] @ b [K, N] -> [M, N]."""
-        (m, k), n = a.shape, b.shape[1]
-        return self._product(a, b, m, k, n, 4 * k, 4)  # A's row i at i·K floats, element p at p
+        """a [..., M, K] @ b [..., K, N] -> [..., M, N]."""
+        *batch, m, k = a.shape
+        n = b.shape[-1]
+        return self._product(a, b, batch, m, k, n, 4 * k, 4)  # A's row i at i·K floats, element p at p
 
     def tn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """a [S, M].T @ b [S, N] -> [M, N]: summed over the S rows, no transpose made."""
-        (k, m), n = a.shape, b.shape[1]
-        return self._product(a, b, m, k, n, 4, 4 * m)  # A's row i is a's column i
+        """a [..., S, M].T @ b [..., S, N] -> [..., M, N]: summed over the S rows, no transpose made."""
+        *batch, k, m = a.shape
+        n = b.shape[-1]
+        return self._product(a, b, batch, m, k, n, 4, 4 * m)  # A's row i is a's column i
 
-    def _product(self, a, b, m, k, n, row_bytes, step_bytes):
-        ob, oc, end = layout(m, k, n)
+    def _product(self, a, b, batch, m, k, n, row_bytes, step_bytes):
+        if b.shape[:-2] != tuple(batch) or b.shape[-2] != k:
+            raise ValueError(f"shapes {a.shape} and {b.shape} do not multiply")
+        count = int(np.prod(batch, dtype=np.int64))
+        ob, oc, end = layout(m, k, n, count)
         self.host.reserve(end)
-        self.host.write(0, np.ascontiguousarray(a))
-        self.host.write(ob, np.ascontiguousarray(b))
-        self.host.sgemm(0, 4 * ob, 4 * oc, m, k, n, row_bytes, step_bytes)
-        out = np.empty((m, n), np.float32)
+        self.host.write(0, np.ascontiguousarray(a, np.float32))
+        self.host.write(ob, np.ascontiguousarray(b, np.float32))
+        self.host.sgemm(0, 4 * ob, 4 * oc, m, k, n, row_bytes, step_bytes, count)
+        out = np.empty((*batch, m, n), np.float32)
         self.host.read(oc, out)
         return out
 

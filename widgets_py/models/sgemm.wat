@@ -1,8 +1,29 @@
 (module
+  ;; float32 matrix products for numpy in Pyodide (see sgemm.py), in WebAssembly SIMD.
   (memory (export "memory") 1)
-  ;; C[m, n] = A[m, k] @ B[k, n], float32. A's element (i, p) at a + i*sa_i + p*sa_p (bytes);
-  ;; B and C row-major with row stride n. Blocks of 4 rows x 8 columns in 8 accumulators.
+
+  ;; `count` products one after the other, each item's A, B and C right after the previous
+  ;; one's: C[m, n] = A[m, k] @ B[k, n]. A's element (i, p) at a + i*sa_i + p*sa_p (bytes,
+  ;; within its item: row-major A has sa_i = 4k, sa_p = 4; a transposed one sa_i = 4, sa_p = 4m);
+  ;; B and C row-major.
   (func (export "sgemm") (param $a i32) (param $b i32) (param $c i32)
+        (param $m i32) (param $k i32) (param $n i32) (param $sa_i i32) (param $sa_p i32) (param $count i32)
+    (block $done (loop $items
+      (br_if $done (i32.le_s (local.get $count) (i32.const 0)))
+      (call $product (local.get $a) (local.get $b) (local.get $c)
+                     (local.get $m) (local.get $k) (local.get $n) (local.get $sa_i) (local.get $sa_p))
+      (local.set $a (i32.add (local.get $a) (i32.shl (i32.mul (local.get $m) (local.get $k)) (i32.const 2))))
+      (local.set $b (i32.add (local.get $b) (i32.shl (i32.mul (local.get $k) (local.get $n)) (i32.const 2))))
+      (local.set $c (i32.add (local.get $c) (i32.shl (i32.mul (local.get $m) (local.get $n)) (i32.const 2))))
+      (local.set $count (i32.sub (local.get $count) (i32.const 1)))
+      (br $items))))
+
+  ;; One product, in blocks of 4 rows x 8 columns held in eight f32x4 accumulators: per step
+  ;; of the sum, two vectors of B's row and four of A's elements, each splat to a vector.
+  ;; Past the last row or column a block computes rows and columns nobody reads back: it reads
+  ;; up to 3 rows past A and 7 floats past B's rows, and writes as far past C (sgemm.py leaves
+  ;; slack after each region; within a batch, into the next item, written after it).
+  (func $product (param $a i32) (param $b i32) (param $c i32)
         (param $m i32) (param $k i32) (param $n i32) (param $sa_i i32) (param $sa_p i32)
     (local $i i32) (local $j i32) (local $p i32) (local $ns i32)
     (local $pa i32) (local $pb i32) (local $pc i32)
@@ -14,7 +35,7 @@
     (block $rows_done (loop $rows
       (br_if $rows_done (i32.ge_s (local.get $i) (local.get $m)))
       ;; columns from the last block down: a last block past n spills into the next row's
-      ;; first columns, which are written after it
+      ;; first columns, which are written after it (in this block of rows, or the next)
       (local.set $j (i32.and (i32.add (local.get $n) (i32.const 7)) (i32.const -8)))
       (block $cols_done (loop $cols
         (br_if $cols_done (i32.le_s (local.get $j) (i32.const 0)))
