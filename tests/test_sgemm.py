@@ -64,6 +64,17 @@ def test_shapes_that_do_not_multiply_are_refused():
         kernel().nn(a, np.zeros((3, 4, 6), np.float32))
 
 
+def test_only_float32_is_multiplied():
+    with pytest.raises(TypeError, match="float32"):
+        kernel().nn(np.zeros((4, 4)), np.zeros((4, 4), np.float32))
+
+
+def test_non_contiguous_operands_are_copied_in_order():
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((12, 10)).astype(np.float32), rng.standard_normal((9, 14)).astype(np.float32)
+    assert_product(kernel().nn(a[:, ::2], b[::2, 1:]), a[:, ::2], b[::2, 1:])  # strided views
+
+
 def test_the_models_shapes_and_a_grown_memory():
     """The training step's shapes, one kernel for all (its memory grows, and is reused)."""
     rng = np.random.default_rng(0)

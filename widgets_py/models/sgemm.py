@@ -15,6 +15,7 @@ natively and in the browser the last bits differ, as they already did with einsu
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -60,11 +61,13 @@ class Kernel:
     def _product(self, a, b, batch, m, k, n, row_bytes, step_bytes):
         if b.shape[:-2] != tuple(batch) or b.shape[-2] != k:
             raise ValueError(f"shapes {a.shape} and {b.shape} do not multiply")
-        count = int(np.prod(batch, dtype=np.int64))
+        if a.dtype != np.float32 or b.dtype != np.float32:
+            raise TypeError(f"the kernel multiplies float32, not {a.dtype} and {b.dtype}")
+        count = math.prod(batch)  # not np.prod: numpy's Python-level wrappers cost more in Pyodide
         ob, oc, end = layout(m, k, n, count)
         self.host.reserve(end)
-        self.host.write(0, np.ascontiguousarray(a, np.float32))
-        self.host.write(ob, np.ascontiguousarray(b, np.float32))
+        self.host.write(0, a if a.flags.c_contiguous else np.ascontiguousarray(a))
+        self.host.write(ob, b if b.flags.c_contiguous else np.ascontiguousarray(b))
         self.host.sgemm(0, 4 * ob, 4 * oc, m, k, n, row_bytes, step_bytes, count)
         out = np.empty((*batch, m, n), np.float32)
         self.host.read(oc, out)
@@ -83,11 +86,13 @@ class BrowserHost:
         exports = WebAssembly.Instance.new(WebAssembly.Module.new(to_js(wasm))).exports
         self.memory, self.sgemm = exports.memory, exports.sgemm
         self.floats = Float32Array.new(self.memory.buffer)
+        self.capacity = self.floats.length  # kept as a Python int: a JS property read per call costs
 
     def reserve(self, floats: int) -> None:
-        if floats > self.floats.length:
-            self.memory.grow(-(-(floats - self.floats.length) * 4 // PAGE))
+        if floats > self.capacity:
+            self.memory.grow(-(-(floats - self.capacity) * 4 // PAGE))
             self.floats = self._f32.new(self.memory.buffer)  # growing detaches the old view
+            self.capacity = self.floats.length
 
     def write(self, at: int, x: np.ndarray) -> None:
         self.floats.subarray(at, at + x.size).assign(x)
