@@ -102,3 +102,29 @@ def test_natively_there_is_no_browser_kernel_and_nothing_was_tried():
     """CPython multiplies with BLAS: the browser's kernel is not even attempted (its loading,
     BrowserHost, is covered in Chromium: the training test requires the wasm-simd path)."""
     assert sgemm.browser_kernel() is None and sgemm.FAILURE is None
+
+
+def test_a_browser_without_webassembly_simd_keeps_einsum(monkeypatch):
+    """Where the browser cannot compile the kernel (no SIMD: Safari before 16.4), loading
+    gives None, and says why, so gpt.py keeps numpy's einsum."""
+    import sys
+    import types
+
+    class CompileError(Exception):
+        pass
+
+    def refuse(_bytes):
+        raise CompileError("invalid opcode 0xfd (SIMD)")
+
+    js = types.ModuleType("js")
+    js.Float32Array = object
+    js.WebAssembly = types.SimpleNamespace(Module=types.SimpleNamespace(new=refuse), Instance=types.SimpleNamespace(new=None))
+    ffi = types.ModuleType("pyodide.ffi")
+    ffi.to_js = lambda x: x
+    monkeypatch.setitem(sys.modules, "js", js)
+    monkeypatch.setitem(sys.modules, "pyodide", types.ModuleType("pyodide"))
+    monkeypatch.setitem(sys.modules, "pyodide.ffi", ffi)
+    monkeypatch.setattr(sgemm.sys, "platform", "emscripten")
+    monkeypatch.setattr(sgemm, "FAILURE", None)
+    assert sgemm.browser_kernel() is None
+    assert sgemm.FAILURE == "CompileError: invalid opcode 0xfd (SIMD)"
