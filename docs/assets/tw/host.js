@@ -19,9 +19,13 @@
     unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers). La figura és la precalculada.",
     restarting: "Càlcul aturat: Python es torna a carregar…",
     partial: (what) => `Calculant${what ? `: ${what}` : ""}… Els valors pendents es marquen.`,
+    slow: "Calculant…", // a run with no stage to show yet: nothing is marked pending
   };
   const { RUN, FIXED } = tw.protocol.CALLS;
-  const SLOW_MS = 400; // a run still going after this long shows "Calculant…"
+  // a run still going after this long shows "Calculant…": within the 0.1 s a change feels
+  // immediate, the reader sees it was taken (the worker may be busy with another widget, or
+  // still importing the modules after the boot)
+  const SLOW_MS = 80;
 
   const part = (w, sel) => w.querySelector(sel);
   let page = null; // {kernel, widgets, lane: Map(widget -> {busy, next}), trainers}
@@ -84,7 +88,7 @@
     w.dataset.busy = "true";
     // a run that takes long says so (a long compute's partials say more, and replace this)
     lane.partial = false;
-    const slow = setTimeout(() => page === here && lane.busy && !lane.partial && (part(w, ".tw-status").textContent = TEXT.partial("")), SLOW_MS);
+    const slow = setTimeout(() => page === here && lane.busy && !lane.partial && (part(w, ".tw-status").textContent = TEXT.slow), SLOW_MS);
     let outcome;
     try {
       const edited = tw.codepanel && tw.codepanel.edited(w) !== null; // the reader's code (codepanel.js)
