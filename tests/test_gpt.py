@@ -45,7 +45,7 @@ def matmul(request, monkeypatch):
     if request.param == "wasm":
         from wasm_host import kernel
         monkeypatch.setattr(gpt, "KERNEL", kernel())
-        monkeypatch.setattr(gpt, "BATCHED_MACS", 0)  # attention's small per-head products too
+        monkeypatch.setattr(gpt, "KERNEL_MACS", 0)  # the small products too (attention's per head)
         calls = []
         product = gpt.KERNEL._product
         monkeypatch.setattr(gpt.KERNEL, "_product", lambda *a: calls.append(a[2:]) or product(*a))

@@ -83,6 +83,9 @@ def positions(start: int, count: int, d: int) -> np.ndarray:
 EINSUM = sys.platform == "emscripten"
 KERNEL = sgemm.browser_kernel()  # in Pyodide the SIMD kernel, None elsewhere (or no SIMD)
 FEW_ROWS = 4  # up to this many rows (a decode step), matmul's small fixed cost wins instead
+# A kernel call costs 35-55 us whatever its size (copies in and out through JavaScript): it
+# wins from about this many multiply-adds (measured in Pyodide: 16 rows × 32 × 96 break even)
+KERNEL_MACS = 1 << 15
 
 
 def matmul_path() -> str:
@@ -98,9 +101,9 @@ def _product(a2, b=None, bt=None):
     """a2 [M, K] @ [K, N], the right side given as b [K, N] or as bt [N, K]."""
     if a2.shape[0] <= FEW_ROWS:
         return a2 @ (b if b is not None else bt.T)
-    if _kernel_takes(a2, b if b is not None else bt):
-        return KERNEL.nn(a2, b if b is not None else np.ascontiguousarray(bt.T))  # bt: a weight, small
     n = b.shape[1] if b is not None else bt.shape[0]
+    if a2.size * n >= KERNEL_MACS and _kernel_takes(a2, b if b is not None else bt):
+        return KERNEL.nn(a2, b if b is not None else np.ascontiguousarray(bt.T))  # bt: a weight, small
     if a2.shape[1] >= n:  # long sums, narrow output: contiguous dot products
         return np.einsum("ik,nk->in", a2, np.ascontiguousarray(b.T) if bt is None else bt)
     return np.einsum("ik,kn->in", a2, np.ascontiguousarray(bt.T) if b is None else b)  # row updates
@@ -124,16 +127,13 @@ def mm_tn(a, b):
     """a [M, K].T @ b [M, N] -> [K, N]: a weight gradient, summed over the M rows."""
     if not EINSUM:
         return a.T @ b
-    if _kernel_takes(a, b):
+    if a.size * b.shape[1] >= KERNEL_MACS and _kernel_takes(a, b):
         return KERNEL.tn(a, b)
     return np.einsum("km,nm->kn", np.ascontiguousarray(a.T), np.ascontiguousarray(b.T))  # dot: M is long
 
 
-BATCHED_MACS = 1 << 15  # below this many multiply-adds, numpy's matmul beats a kernel call's fixed cost
-
-
 def _batched(a, b) -> bool:
-    return _kernel_takes(a, b) and a.shape[:-2] == b.shape[:-2] and a.size * b.shape[-1] >= BATCHED_MACS
+    return a.size * b.shape[-1] >= KERNEL_MACS and _kernel_takes(a, b) and a.shape[:-2] == b.shape[:-2]
 
 
 def bmm(a, b):
