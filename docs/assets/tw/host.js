@@ -82,6 +82,10 @@
     if (lane.busy) {
       lane.next = params;
       if (lane.call && lane.call.cancel) lane.call.cancel();
+      // the run in flight is stale now (its stages are no longer shown); if it does not stop
+      // at once (a long stage, such as one of the clock's timings), say the change was taken
+      clearTimeout(lane.queued);
+      lane.queued = setTimeout(() => page === here && lane.next && (part(w, ".tw-status").textContent = TEXT.slow), SLOW_MS);
       return;
     }
     lane.busy = true;
