@@ -83,8 +83,8 @@ def positions(start: int, count: int, d: int) -> np.ndarray:
 EINSUM = sys.platform == "emscripten"
 KERNEL = sgemm.browser_kernel()  # in Pyodide the SIMD kernel, None elsewhere (or no SIMD)
 FEW_ROWS = 4  # up to this many rows (a decode step), matmul's small fixed cost wins instead
-# A kernel call costs 35-55 us whatever its size (copies in and out through JavaScript): it
-# wins from about this many multiply-adds (measured in Pyodide: 16 rows × 32 × 96 break even)
+# A kernel call costs 20-30 us whatever its size (copies in and out through JavaScript): it
+# wins from about this many multiply-adds (measured in Pyodide: 8-16 rows × 32 × 96 break even)
 KERNEL_MACS = 1 << 15
 
 

@@ -24,6 +24,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 WAT, WASM = HERE / "sgemm.wat", HERE / "sgemm.wasm"
 PAGE = 65536  # bytes in a WebAssembly memory page
+VIEWS = 256  # views of the kernel's memory kept (three per product shape)
 
 
 def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
@@ -87,18 +88,29 @@ class BrowserHost:
         self.memory, self.sgemm = exports.memory, exports.sgemm
         self.floats = Float32Array.new(self.memory.buffer)
         self.capacity = self.floats.length  # kept as a Python int: a JS property read per call costs
+        self.views = {}  # (offset, size) -> Float32Array view: the same shapes recur every step
 
     def reserve(self, floats: int) -> None:
         if floats > self.capacity:
             self.memory.grow(-(-(floats - self.capacity) * 4 // PAGE))
-            self.floats = self._f32.new(self.memory.buffer)  # growing detaches the old view
+            self.floats = self._f32.new(self.memory.buffer)  # growing detaches the old views
             self.capacity = self.floats.length
+            self.views.clear()
+
+    def view(self, at: int, size: int):
+        """A view of the kernel's memory, kept: making one per copy was half a call's fixed cost."""
+        v = self.views.get((at, size))
+        if v is None:
+            if len(self.views) >= VIEWS:
+                self.views.clear()
+            v = self.views[at, size] = self.floats.subarray(at, at + size)
+        return v
 
     def write(self, at: int, x: np.ndarray) -> None:
-        self.floats.subarray(at, at + x.size).assign(x)
+        self.view(at, x.size).assign(x)
 
     def read(self, at: int, out: np.ndarray) -> None:
-        self.floats.subarray(at, at + out.size).assign_to(out)
+        self.view(at, out.size).assign_to(out)
 
 
 FAILURE = None  # why the browser kernel could not load (then gpt.py keeps einsum)
