@@ -74,7 +74,7 @@ def positions(start: int, count: int, d: int) -> np.ndarray:
 # ---- matrix products: BLAS natively, a WebAssembly SIMD kernel in Pyodide ---------------
 # Pyodide's numpy has no BLAS: its matmul falls back to a loop that walks the right-hand
 # matrix down its columns and accumulates through memory. In the browser, products go to
-# sgemm.py's kernel (f32x4 registers, 4-5× einsum's speed at this model's shapes). Where it
+# sgemm.py's kernel (f32x4 registers, about 4× einsum's speed at this model's shapes). Where it
 # cannot load, einsum's two faster loops over contiguous rows stand in: "axpy" (out[i, :]
 # += a[i, k] * b[k, :]) and "dot" (out[i, n] = a[i, :] · bt[n, :], accumulated in a
 # register); dot wins when the summed axis is at least as long as the output row, axpy

@@ -2,7 +2,7 @@
 
 Pyodide's numpy has no BLAS and is compiled without SIMD: its fastest products (einsum's
 row loops, see gpt.py) reach about 4 GFLOP/s here. `sgemm.wat` computes C = A @ B in blocks
-of 4 rows × 8 columns held in eight f32x4 registers, 4-5× faster at the mini-GPT's shapes
+of 4 rows × 8 columns held in eight f32x4 registers, about 4× faster at the mini-GPT's shapes
 (benchmarks/training.py measures both in the same run). It runs in a memory of its own: a
 product copies A and B in and C out, at memcpy speed, a small part of the product's time.
 

@@ -72,6 +72,10 @@
     bar.value = data.done;
   }
 
+  /** "Calculant…" after SLOW_MS, if the page is the same and `still()` holds then. */
+  const sayIfSlow = (here, w, still) =>
+    setTimeout(() => page === here && still() && (part(w, ".tw-status").textContent = TEXT.slow), SLOW_MS);
+
   /** One run at a time per widget; the latest change wins: a newer change cancels the run
    *  in flight (a long run stops at its next stage) and older queued params are dropped. */
   async function request(w) {
@@ -85,14 +89,14 @@
       // the run in flight is stale now (its stages are no longer shown); if it does not stop
       // at once (a long stage, such as one of the clock's timings), say the change was taken
       clearTimeout(lane.queued);
-      lane.queued = setTimeout(() => page === here && lane.next && (part(w, ".tw-status").textContent = TEXT.slow), SLOW_MS);
+      lane.queued = sayIfSlow(here, w, () => lane.next);
       return;
     }
     lane.busy = true;
     w.dataset.busy = "true";
     // a run that takes long says so (a long compute's partials say more, and replace this)
     lane.partial = false;
-    const slow = setTimeout(() => page === here && lane.busy && !lane.partial && (part(w, ".tw-status").textContent = TEXT.slow), SLOW_MS);
+    const slow = sayIfSlow(here, w, () => lane.busy && !lane.partial);
     let outcome;
     try {
       const edited = tw.codepanel && tw.codepanel.edited(w) !== null; // the reader's code (codepanel.js)
