@@ -48,7 +48,7 @@ def matmul(request, monkeypatch):
         monkeypatch.setattr(gpt, "KERNEL_MACS", 0)  # the small products too (attention's per head)
         calls = []
         product = gpt.KERNEL._product
-        monkeypatch.setattr(gpt.KERNEL, "_product", lambda *a: calls.append(a[2:]) or product(*a))
+        monkeypatch.setattr(gpt.KERNEL, "_product", lambda *a, **kw: calls.append(a[2:]) or product(*a, **kw))
         yield request.param
         assert calls, "the kernel was never called"
     else:

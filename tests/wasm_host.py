@@ -15,7 +15,7 @@ class WasmtimeHost:
     def __init__(self, wasm: bytes = sgemm.WASM.read_bytes(), fill: float = np.nan):
         self.store = wasmtime.Store()
         exports = wasmtime.Instance(self.store, wasmtime.Module(self.store.engine, wasm), []).exports(self.store)
-        self.memory, self._sgemm = exports["memory"], exports["sgemm"]
+        self.memory, self._sgemm, self._softmax = exports["memory"], exports["sgemm"], exports["softmax"]
         self.fill = np.float32(fill)  # what fresh memory holds: NaN shows any read of slack that leaks
         self._poison(0)
 
@@ -39,6 +39,9 @@ class WasmtimeHost:
 
     def sgemm(self, *args: int) -> None:
         self._sgemm(self.store, *args)
+
+    def softmax(self, *args) -> None:
+        self._softmax(self.store, *args)
 
 
 def kernel(**kw) -> sgemm.Kernel:

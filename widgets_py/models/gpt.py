@@ -211,7 +211,11 @@ def causal_mask(tq: int, tk: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
 def attention(q, k, v, causal_offset=0):
     """q: [B, H, Tq, hs], k, v: [B, H, Tk, hs]; query i sees keys <= i + causal_offset."""
     tq, tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
-    scores = bmm(q, k.swapaxes(-1, -2))  # [B, H, Tq, Tk]
+    kt = k.swapaxes(-1, -2)  # [B, H, hs, Tk]
+    if _batched(q, kt):  # the kernel's product, mask and softmax in one call: [B, H, Tq, Tk]
+        att = KERNEL.attention_weights(q, kt, 1.0 / np.sqrt(hs), causal_offset)
+        return bmm(att, v), (q, k, v, att)
+    scores = q @ kt  # [B, H, Tq, Tk]
     scores *= 1.0 / np.sqrt(hs)
     mask, seen = causal_mask(tq, tk, causal_offset)
     scores += mask  # -inf above the diagonal
@@ -291,11 +295,16 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     logits = mm_nt(xf, p["wte"])  # [B, T, C] -> [B, T, V], tied head
     if targets is None:
         return logits
-    z = logits - _max(logits)
-    e = np.exp(z)  # [B, T, V]
-    total = _sum(e)  # [B, T, 1]
-    logp = z - np.log(total)  # log-softmax
-    loss = -np.take_along_axis(logp, targets[..., None], -1).mean()
+    pick = targets[..., None]  # [B, T, 1]
+    if _kernel_takes(logits):  # in the browser: one call, the exponentials by SIMD
+        e, top, total = KERNEL.exp_rows(logits)  # [B, T, V], [B, T, 1], [B, T, 1]
+        z = np.take_along_axis(logits, pick, -1) - top  # [B, T, 1]
+    else:
+        z = logits - _max(logits)
+        e = np.exp(z)  # [B, T, V]
+        total = _sum(e)  # [B, T, 1]
+        z = np.take_along_axis(z, pick, -1)
+    loss = -(z - np.log(total)).mean()  # the targets' log-softmax
     return logits, float(loss), (idx, targets, (e, total), xf, c_lnf, caches)
 
 

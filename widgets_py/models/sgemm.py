@@ -5,6 +5,11 @@ row loops, see gpt.py) reach about 4 GFLOP/s here. `sgemm.wat` computes C = A @ 
 of 4 rows × 8 columns held in eight f32x4 registers, about 4× faster at the mini-GPT's shapes
 (benchmarks/training.py measures both in the same run). It runs in a memory of its own: a
 product copies A and B in and C out, at memcpy speed, a small part of the product's time.
+Attention's scores are soft-maxed there before they are copied out (`attention_weights`),
+and a loss's exponentials come from the same code (`exp_rows`): numpy's float32 exp is its
+slowest element-wise operation in Pyodide (about 18 ns an element), the kernel's four lanes
+at a time within one ulp. The softmax's max and division are numpy's to the bit; the
+exponential and the order of the sum differ in the last bits.
 
 The kernel is the committed `sgemm.wasm`, assembled from `sgemm.wat` (`python -m
 widgets_py.models.sgemm` re-assembles it; tests/test_sgemm.py checks the two agree and runs
@@ -59,20 +64,47 @@ class Kernel:
         n = b.shape[-1]
         return self._product(a, b, batch, m, k, n, 4, 4 * m)  # A's row i is a's column i
 
-    def _product(self, a, b, batch, m, k, n, row_bytes, step_bytes):
+    def attention_weights(self, q: np.ndarray, kt: np.ndarray, scale: float, offset: int) -> np.ndarray:
+        """softmax(q @ kt · scale) over keys, query i seeing keys j <= i + offset:
+        q [..., Tq, hs], kt [..., hs, Tk] -> [..., Tq, Tk], the scores never leaving the kernel."""
+        *batch, m, k = q.shape
+        return self._product(q, kt, batch, m, k, kt.shape[-1], 4 * k, 4, softmax=(scale, offset))
+
+    def _product(self, a, b, batch, m, k, n, row_bytes, step_bytes, softmax=None):
         if b.shape[:-2] != tuple(batch) or b.shape[-2] != k:
             raise ValueError(f"shapes {a.shape} and {b.shape} do not multiply")
-        if a.dtype != np.float32 or b.dtype != np.float32:
-            raise TypeError(f"the kernel multiplies float32, not {a.dtype} and {b.dtype}")
+        _float32(a, b)
         count = math.prod(batch)  # not np.prod: numpy's Python-level wrappers cost more in Pyodide
         ob, oc, end = layout(m, k, n, count)
-        self.host.reserve(end)
+        self.host.reserve(end + 2 * count * m)  # after the slack: the softmax's max and sum per row
         self.host.write(0, a if a.flags.c_contiguous else np.ascontiguousarray(a))
         self.host.write(ob, b if b.flags.c_contiguous else np.ascontiguousarray(b))
         self.host.sgemm(0, 4 * ob, 4 * oc, m, k, n, row_bytes, step_bytes, count)
+        if softmax is not None:
+            scale, offset = softmax
+            self.host.softmax(4 * oc, count * m, n, m, offset, scale, 1, 4 * end)
         out = np.empty((*batch, m, n), np.float32)
         self.host.read(oc, out)
         return out
+
+    def exp_rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A softmax's parts over the last axis, as a loss needs them: x [..., N] ->
+        (exp(x - max) [..., N], max [..., 1], sum of the exponentials [..., 1])."""
+        _float32(x)
+        *lead, n = x.shape
+        rows = math.prod(lead)
+        self.host.reserve(rows * n + 2 * rows)
+        self.host.write(0, x if x.flags.c_contiguous else np.ascontiguousarray(x))
+        self.host.softmax(0, rows, n, 1, n - 1, 1.0, 0, 4 * rows * n)
+        e, stats = np.empty(x.shape, np.float32), np.empty((*lead, 2), np.float32)
+        self.host.read(0, e)
+        self.host.read(rows * n, stats)
+        return e, stats[..., :1], stats[..., 1:]
+
+
+def _float32(*xs) -> None:
+    if any(x.dtype != np.float32 for x in xs):
+        raise TypeError(f"the kernel computes in float32, not {', '.join(str(x.dtype) for x in xs)}")
 
 
 class BrowserHost:
@@ -85,7 +117,7 @@ class BrowserHost:
 
         self._f32 = Float32Array
         exports = WebAssembly.Instance.new(WebAssembly.Module.new(to_js(wasm))).exports
-        self.memory, self.sgemm = exports.memory, exports.sgemm
+        self.memory, self.sgemm, self.softmax = exports.memory, exports.sgemm, exports.softmax
         self.floats = Float32Array.new(self.memory.buffer)
         self.capacity = self.floats.length  # kept as a Python int: a JS property read per call costs
         self.views = {}  # (offset, size) -> Float32Array view: the same shapes recur every step

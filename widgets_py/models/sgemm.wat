@@ -78,4 +78,108 @@
         (v128.store (local.get $pc) (local.get $c30)) (v128.store offset=16 (local.get $pc) (local.get $c31))
         (br $cols)))
       (local.set $i (i32.add (local.get $i) (i32.const 4)))
-      (br $rows)))))
+      (br $rows))))
+
+  ;; Softmax over each of `rows` rows of n floats at $x, in place, after multiplying by $scale.
+  ;; Row r is query i = r mod tq of a causal attention: it sees entries j <= i + offset, the
+  ;; rest become 0 (tq = 1 and offset = n - 1: every entry). With $norm = 0 the exponentials
+  ;; are left unnormalised. Row r's max and sum of exponentials go to $stats + 8r.
+  ;; The max and the division are numpy's to the bit; the exponential (below) and the order
+  ;; of the sum (four lanes, then pairwise) differ in the last bits.
+  (func (export "softmax") (param $x i32) (param $rows i32) (param $n i32) (param $tq i32)
+        (param $offset i32) (param $scale f32) (param $norm i32) (param $stats i32)
+    (local $r i32) (local $vis i32) (local $p i32) (local $end i32) (local $vend i32) (local $row_end i32)
+    (local $m f32) (local $s f32) (local $e f32) (local $vm v128) (local $vs v128) (local $ve v128) (local $vscale v128)
+    (local.set $vscale (f32x4.splat (local.get $scale)))
+    (local.set $r (i32.const 0))
+    (block $done (loop $row
+      (br_if $done (i32.ge_s (local.get $r) (local.get $rows)))
+      (local.set $vis (i32.add (i32.add (i32.rem_u (local.get $r) (local.get $tq)) (local.get $offset)) (i32.const 1)))
+      (if (i32.gt_s (local.get $vis) (local.get $n)) (then (local.set $vis (local.get $n))))
+      (local.set $end (i32.add (local.get $x) (i32.shl (local.get $vis) (i32.const 2))))
+      (local.set $vend (i32.add (local.get $x) (i32.shl (i32.and (local.get $vis) (i32.const -4)) (i32.const 2))))
+      (local.set $row_end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+      ;; the largest scaled entry the row sees
+      (local.set $vm (f32x4.splat (f32.const -inf)))
+      (local.set $p (local.get $x))
+      (block $max_done (loop $max
+        (br_if $max_done (i32.ge_u (local.get $p) (local.get $vend)))
+        (local.set $vm (f32x4.max (local.get $vm) (f32x4.mul (v128.load (local.get $p)) (local.get $vscale))))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br $max)))
+      (local.set $m (f32.max (f32.max (f32x4.extract_lane 0 (local.get $vm)) (f32x4.extract_lane 1 (local.get $vm)))
+                             (f32.max (f32x4.extract_lane 2 (local.get $vm)) (f32x4.extract_lane 3 (local.get $vm)))))
+      (block $max_tail_done (loop $max_tail
+        (br_if $max_tail_done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $m (f32.max (local.get $m) (f32.mul (f32.load (local.get $p)) (local.get $scale))))
+        (local.set $p (i32.add (local.get $p) (i32.const 4)))
+        (br $max_tail)))
+      ;; exp(scaled - max), and their sum
+      (local.set $vm (f32x4.splat (local.get $m)))
+      (local.set $vs (v128.const f32x4 0 0 0 0))
+      (local.set $p (local.get $x))
+      (block $exp_done (loop $exp
+        (br_if $exp_done (i32.ge_u (local.get $p) (local.get $vend)))
+        (local.set $ve (call $exp (f32x4.sub (f32x4.mul (v128.load (local.get $p)) (local.get $vscale)) (local.get $vm))))
+        (v128.store (local.get $p) (local.get $ve))
+        (local.set $vs (f32x4.add (local.get $vs) (local.get $ve)))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br $exp)))
+      (local.set $s (f32.add (f32.add (f32x4.extract_lane 0 (local.get $vs)) (f32x4.extract_lane 1 (local.get $vs)))
+                             (f32.add (f32x4.extract_lane 2 (local.get $vs)) (f32x4.extract_lane 3 (local.get $vs)))))
+      (block $exp_tail_done (loop $exp_tail
+        (br_if $exp_tail_done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $e (f32x4.extract_lane 0 (call $exp (f32x4.splat
+          (f32.sub (f32.mul (f32.load (local.get $p)) (local.get $scale)) (local.get $m))))))
+        (f32.store (local.get $p) (local.get $e))
+        (local.set $s (f32.add (local.get $s) (local.get $e)))
+        (local.set $p (i32.add (local.get $p) (i32.const 4)))
+        (br $exp_tail)))
+      (block $hidden_done (loop $hidden  ;; what the query may not see weighs 0
+        (br_if $hidden_done (i32.ge_u (local.get $p) (local.get $row_end)))
+        (f32.store (local.get $p) (f32.const 0))
+        (local.set $p (i32.add (local.get $p) (i32.const 4)))
+        (br $hidden)))
+      (f32.store (local.get $stats) (local.get $m))
+      (f32.store offset=4 (local.get $stats) (local.get $s))
+      (if (local.get $norm) (then
+        (local.set $vs (f32x4.splat (local.get $s)))
+        (local.set $p (local.get $x))
+        (block $div_done (loop $div
+          (br_if $div_done (i32.ge_u (local.get $p) (local.get $vend)))
+          (v128.store (local.get $p) (f32x4.div (v128.load (local.get $p)) (local.get $vs)))
+          (local.set $p (i32.add (local.get $p) (i32.const 16)))
+          (br $div)))
+        (block $div_tail_done (loop $div_tail
+          (br_if $div_tail_done (i32.ge_u (local.get $p) (local.get $end)))
+          (f32.store (local.get $p) (f32.div (f32.load (local.get $p)) (local.get $s)))
+          (local.set $p (i32.add (local.get $p) (i32.const 4)))
+          (br $div_tail)))))
+      (local.set $x (local.get $row_end))
+      (local.set $stats (i32.add (local.get $stats) (i32.const 8)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $row))))
+
+  ;; e^v in each lane, for v <= 0, within about 1 ulp: Cephes' expf (S. L. Moshier), whose
+  ;; polynomial serves SSE and NEON ports alike. v = k·ln2 + r, |r| <= ln2/2 (ln2 in two
+  ;; parts, so k·ln2 loses no bits), e^r by the polynomial, 2^k by building its exponent bits.
+  ;; Below ln(2^-126) the result is 0 (numpy's would be a subnormal, under 1.2e-38).
+  (func $exp (param $v v128) (result v128)
+    (local $k v128) (local $r v128) (local $p v128) (local $low v128)
+    (local.set $low (f32x4.lt (local.get $v) (f32x4.splat (f32.const -87.33654))))
+    (local.set $v (f32x4.max (local.get $v) (f32x4.splat (f32.const -87.33654))))
+    (local.set $k (f32x4.nearest (f32x4.mul (local.get $v) (f32x4.splat (f32.const 1.44269504088896341)))))
+    (local.set $r (f32x4.sub (local.get $v) (f32x4.mul (local.get $k) (f32x4.splat (f32.const 0.693359375)))))
+    (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $k) (f32x4.splat (f32.const -2.12194440e-4)))))
+    (local.set $p (f32x4.splat (f32.const 1.9875691500e-4)))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 1.3981999507e-3))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 8.3334519073e-3))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 4.1665795894e-2))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 1.6666665459e-1))))
+    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 5.0000001201e-1))))
+    (local.set $p (f32x4.add (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r)))
+                                        (local.get $r)) (f32x4.splat (f32.const 1))))
+    (v128.andnot
+      (f32x4.mul (local.get $p) (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $k)) (i32x4.splat (i32.const 127)))
+                                           (i32.const 23)))
+      (local.get $low))))
