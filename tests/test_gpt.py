@@ -47,8 +47,9 @@ def matmul(request, monkeypatch):
         monkeypatch.setattr(gpt, "KERNEL", kernel())
         monkeypatch.setattr(gpt, "KERNEL_MACS", 0)  # the small products too (attention's per head)
         calls = []
-        product = gpt.KERNEL._product
-        monkeypatch.setattr(gpt.KERNEL, "_product", lambda *a, **kw: calls.append(a[2:]) or product(*a, **kw))
+        for name in ("_product", "forward"):  # the products, and the inference forward in one call
+            method = getattr(gpt.KERNEL, name)
+            monkeypatch.setattr(gpt.KERNEL, name, lambda *a, _m=method, **kw: calls.append(a[2:]) or _m(*a, **kw))
         yield request.param
         assert calls, "the kernel was never called"
     else:
@@ -258,6 +259,22 @@ def test_next_logits_is_the_references_last_row_for_every_window_length(cfg, mat
         ref = ref_gpt(tokens[:n], p, cfg.heads, cfg.layers)[-1]  # [V]
         np.testing.assert_allclose(gpt.next_logits(p, cfg, tokens[:n]), ref, rtol=ORACLE_RTOL,
                                    atol=ORACLE_ATOL * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS, ids=lambda c: f"d{c.d}L{c.layers}H{c.heads}T{c.context}")
+def test_the_loss_without_caches_is_the_references(cfg, matmul):
+    """gpt.loss, evaluation's forward (in the browser every block in one kernel call), on a
+    batch of different sequences: the float64 reference's mean cross-entropy, and forward's."""
+    p, tokens, _ = oracle_case(cfg, 8)
+    batch = np.stack([tokens, tokens[::-1], np.roll(tokens, 3)])  # [3, T]: sequences must not mix
+    targets = np.roll(batch, -1, axis=1)
+    ref = np.stack([ref_gpt(row, p, cfg.heads, cfg.layers) for row in batch])  # [3, T, V]
+    logp = ref - ref.max(-1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+    want = -np.take_along_axis(logp, targets[..., None], -1).mean()
+    got = gpt.loss(p, cfg, batch, targets)
+    assert abs(got - want) < 1e-4 * want
+    assert got == pytest.approx(gpt.forward(p, cfg, batch, targets)[1], rel=1e-6)
 
 
 def test_positions_are_the_sinusoids():

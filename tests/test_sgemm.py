@@ -184,3 +184,35 @@ def test_exp_rows_gives_a_losss_softmax_parts(rows, n, seed):
     ref = np.exp((x - top).astype(np.float64))
     np.testing.assert_allclose(e, ref, rtol=2.0 ** -23, atol=0)
     np.testing.assert_allclose(total, ref.sum(-1, keepdims=True), rtol=n * 2e-7)
+
+
+# ---- the inference forward: every block in one call ------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(batch=st.integers(1, 3), t=st.integers(1, 11), heads=st.integers(1, 3), hs=st.integers(1, 9),
+       layers=st.integers(1, 2), mlp=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_the_forward_is_numpys_in_float64_within_rounding(batch, t, heads, hs, layers, mlp, seed):
+    """Any width (odd ones: the SIMD loops' tails), heads of any size, sequences of any
+    length side by side: gpt.hidden_states' numpy layers in float64 agree within float32 rounding."""
+    from widgets_py.models import gpt
+
+    cfg = gpt.GPTConfig(vocab=11, d=heads * hs, layers=layers, heads=heads, context=t, mlp=mlp)
+    rng = np.random.default_rng(seed)
+    p = {k: v + np.float32(0.3) * rng.standard_normal(v.shape, np.float32) for k, v in gpt.init(cfg, seed % 97).items()}
+    x = rng.standard_normal((batch, t, cfg.d)).astype(np.float32)
+    got = kernel().forward(x, gpt.packed(p, cfg), heads, layers, mlp * cfg.d)
+    ref = x.astype(np.float64)
+    p64 = {k: v.astype(np.float64) for k, v in p.items()}
+    for i in range(layers):
+        ref, _, _ = gpt.block(p64, i, ref, heads)
+    ref = gpt.layernorm(ref, p64["lnf.w"], p64["lnf.b"])[0]
+    assert got.shape == x.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_the_forward_refuses_what_it_cannot_compute():
+    x, w = np.zeros((1, 4, 6), np.float32), np.zeros(500, np.float32)
+    with pytest.raises(ValueError, match="4 heads do not divide a width of 6"):
+        kernel().forward(x, w, 4, 1, 12)
+    with pytest.raises(TypeError, match="float32"):
+        kernel().forward(x.astype(np.float64), w, 2, 1, 12)

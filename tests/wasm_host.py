@@ -15,7 +15,7 @@ class WasmtimeHost:
     def __init__(self, wasm: bytes = sgemm.WASM.read_bytes(), fill: float = np.nan):
         self.store = wasmtime.Store()
         exports = wasmtime.Instance(self.store, wasmtime.Module(self.store.engine, wasm), []).exports(self.store)
-        self.memory, self._sgemm, self._softmax = exports["memory"], exports["sgemm"], exports["softmax"]
+        self.memory, self._sgemm, self._softmax, self._forward = (exports[k] for k in ("memory", "sgemm", "softmax", "forward"))
         self.fill = np.float32(fill)  # what fresh memory holds: NaN shows any read of slack that leaks
         self._poison(0)
 
@@ -42,6 +42,9 @@ class WasmtimeHost:
 
     def softmax(self, *args) -> None:
         self._softmax(self.store, *args)
+
+    def forward(self, *args) -> None:
+        self._forward(self.store, *args)
 
 
 def kernel(**kw) -> sgemm.Kernel:

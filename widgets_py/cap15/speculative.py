@@ -162,7 +162,8 @@ def prompt_tokens() -> list[int]:
 
 def speculative(k: int, coupling: str, draft_every: str, temperature: float, tokens: int, seed: int):
     """A staged compute (engine.widget.Partial): the rounds appear as the target verifies them
-    (a quarter of the tokens at a time), then the target alone is run for the comparison."""
+    (a quarter of the tokens at a time), then the target alone is run for the comparison
+    (kept per tokens, temperature and seed: k, the coupling and the draft do not alter it)."""
     target, draft = models(draft_every)
     prompt = prompt_tokens()
     passes = speculating(target, draft, prompt, tokens, k, coupling, temperature, seed)
@@ -176,8 +177,10 @@ def speculative(k: int, coupling: str, draft_every: str, temperature: float, tok
         if len(run["tokens"]) >= mark:  # the first round, then every quarter
             yield Partial(shown(run), 0.7 * len(run["tokens"]) / tokens, "rondes de proposta i verificació")
             mark += tokens / 4
-    yield Partial(shown(run), 0.7, "el model gran sol, per comparar")
-    alone = target_alone(target, prompt, tokens, temperature, seed)
+    key = ("speculative.alone", tokens, temperature, seed)  # k, coupling and the draft do not alter it
+    if not pretrained.has_derived(key):
+        yield Partial(shown(run), 0.7, "el model gran sol, per comparar")
+    alone = pretrained.derived(key, lambda: target_alone(target, prompt, tokens, temperature, seed))
     return shown(run) | {
         "target_passes": run["passes"], "draft_steps": run["proposed"],
         "acceptance": run["accepted"] / run["proposed"],

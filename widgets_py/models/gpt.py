@@ -283,6 +283,51 @@ def block_backward(p, i, dx, cache, heads, grads):
     return dx + dln1
 
 
+KERNEL_ORDER = ("ln1.w", "ln1.b", "qkv.w", "qkv.b", "proj.w", "proj.b", "ln2.w", "ln2.b", "fc.w", "fc.b", "out.w", "out.b")
+
+
+@lru_cache(maxsize=16)
+def _packing(layers: int) -> tuple[str, ...]:
+    return tuple(f"h{i}.{k}" for i in range(layers) for k in KERNEL_ORDER) + ("lnf.w", "lnf.b")
+
+
+def packed(p, cfg: GPTConfig) -> np.ndarray:
+    """Every block's parameters, then the final layer norm's, as one float32 vector: the
+    order sgemm.wat's forward reads them in. Packed at each call: training updates p in place."""
+    return np.concatenate([p[k] for k in _packing(cfg.layers)], axis=None)
+
+
+def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
+    """The final layer norm's output at every position, xf [B, T, C], with no caches kept:
+    inference's forward. In the browser one kernel call: numpy's per-call cost in Pyodide
+    (tens of microseconds, some forty calls per block) outweighs this model's arithmetic."""
+    x = p["wte"][idx] + positions(0, idx.shape[-1], cfg.d)  # [B, T, C]
+    if _kernel_takes(x, p["wte"]):
+        return KERNEL.forward(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+    for i in range(cfg.layers):
+        x, _, _ = block(p, i, x, cfg.heads)
+    return layernorm(x, p["lnf.w"], p["lnf.b"])[0]
+
+
+def loss(p, cfg: GPTConfig, idx, targets) -> float:
+    """Mean cross-entropy of targets [B, T] after idx [B, T]: forward's loss, no caches kept."""
+    return _cross_entropy(mm_nt(hidden_states(p, cfg, idx), p["wte"]), targets)[0]
+
+
+def _cross_entropy(logits, targets):
+    """(mean loss, exp(logits - max) [B, T, V], their sum [B, T, 1]): the backward's softmax too."""
+    pick = targets[..., None]  # [B, T, 1]
+    if _kernel_takes(logits):  # in the browser: one call, the exponentials by SIMD
+        e, top, total = KERNEL.exp_rows(logits)  # [B, T, V], [B, T, 1], [B, T, 1]
+        z = np.take_along_axis(logits, pick, -1) - top  # [B, T, 1]
+    else:
+        z = logits - _max(logits)
+        e = np.exp(z)  # [B, T, V]
+        total = _sum(e)  # [B, T, 1]
+        z = np.take_along_axis(z, pick, -1)
+    return float(-(z - np.log(total)).mean()), e, total  # the targets' log-softmax
+
+
 def forward(p, cfg: GPTConfig, idx, targets=None):
     """idx: [B, T] int -> logits [B, T, V]; with targets also (mean loss, cache for backward)."""
     b, t = idx.shape
@@ -295,17 +340,8 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     logits = mm_nt(xf, p["wte"])  # [B, T, C] -> [B, T, V], tied head
     if targets is None:
         return logits
-    pick = targets[..., None]  # [B, T, 1]
-    if _kernel_takes(logits):  # in the browser: one call, the exponentials by SIMD
-        e, top, total = KERNEL.exp_rows(logits)  # [B, T, V], [B, T, 1], [B, T, 1]
-        z = np.take_along_axis(logits, pick, -1) - top  # [B, T, 1]
-    else:
-        z = logits - _max(logits)
-        e = np.exp(z)  # [B, T, V]
-        total = _sum(e)  # [B, T, 1]
-        z = np.take_along_axis(z, pick, -1)
-    loss = -(z - np.log(total)).mean()  # the targets' log-softmax
-    return logits, float(loss), (idx, targets, (e, total), xf, c_lnf, caches)
+    loss, e, total = _cross_entropy(logits, targets)
+    return logits, loss, (idx, targets, (e, total), xf, c_lnf, caches)
 
 
 def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
@@ -344,6 +380,8 @@ def next_logits(p, cfg: GPTConfig, tokens) -> np.ndarray:
     """Logits [V] of the token after `tokens` (at positions 0..T-1), with no cache kept:
     extend(tokens)[0][-1], but the last block and the head run for the last position only
     (a generator sliding its window recomputes the window at every token)."""
+    if KERNEL is not None:  # the whole window in one call: cheaper than the last-row shortcut
+        return mm_nt(hidden_states(p, cfg, np.asarray(tokens)[None])[:, -1], p["wte"])[0]
     x = p["wte"][np.asarray(tokens)][None] + positions(0, len(tokens), cfg.d)  # [1, T, C]
     for i in range(cfg.layers):
         x, _, _ = block(p, i, x, cfg.heads, last=i == cfg.layers - 1)  # the last: [1, 1, C]

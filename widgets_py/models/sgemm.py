@@ -9,7 +9,9 @@ Attention's scores are soft-maxed there before they are copied out (`attention_w
 and a loss's exponentials come from the same code (`exp_rows`): numpy's float32 exp is its
 slowest element-wise operation in Pyodide (about 18 ns an element), the kernel's four lanes
 at a time within one ulp. The softmax's max and division are numpy's to the bit; the
-exponential and the order of the sum differ in the last bits.
+exponential and the order of the sum differ in the last bits. Inference without caches
+runs every block in one call (`forward`, for gpt.hidden_states): numpy's cost per call in
+Pyodide (tens of microseconds, some forty calls a block) outweighs this model's arithmetic.
 
 The kernel is the committed `sgemm.wasm`, assembled from `sgemm.wat` (`python -m
 widgets_py.models.sgemm` re-assembles it; tests/test_sgemm.py checks the two agree and runs
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import math
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +46,20 @@ def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
     b = count * m * k + slack
     c = b + count * k * n + slack
     return b, c, c + count * m * n + slack
+
+
+@lru_cache(maxsize=64)
+def forward_layout(rows: int, t: int, c: int, hidden: int, weights: int) -> dict[str, int]:
+    """Offsets (in floats) of the forward's regions after the weights at 0 (sgemm.wat's
+    `forward`), each followed by slack as in `layout`, and where they end."""
+    slack = 3 * max(3 * c, hidden, t) + 8
+    sizes = {"x": rows * c, "a": rows * c, "qkv": rows * 3 * c, "y": rows * c, "h": rows * hidden,
+             "tmp": rows * c, "kt": c * t, "vs": t * c, "sc": t * t, "yo": t * c, "stats": 2 * t}
+    at, out = weights + slack, {}
+    for name, size in sizes.items():
+        out[name] = at
+        at += size + slack
+    return out | {"end": at}
 
 
 class Kernel:
@@ -87,6 +104,25 @@ class Kernel:
         self.host.read(oc, out)
         return out
 
+    def forward(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int) -> np.ndarray:
+        """Every transformer block and the final layer norm over x [B, T, C], no caches kept
+        (gpt.hidden_states): one call, the weights flat in gpt.KERNEL_ORDER. -> [B, T, C]."""
+        _float32(x, weights)
+        b, t, c = x.shape
+        if c % heads:
+            raise ValueError(f"{heads} heads do not divide a width of {c}")
+        o = forward_layout(b * t, t, c, hidden, weights.size)
+        self.host.reserve(o["end"])
+        self.host.write(0, weights)
+        self.host.write(o["x"], x if x.flags.c_contiguous else np.ascontiguousarray(x))
+        scale = float(np.float32(1.0 / np.sqrt(c // heads)))
+        self.host.forward(0, 4 * o["x"], b * t, t, c, heads, layers, hidden, scale, 4 * o["a"], 4 * o["qkv"],
+                          4 * o["y"], 4 * o["h"], 4 * o["tmp"], 4 * o["kt"], 4 * o["vs"], 4 * o["sc"], 4 * o["yo"],
+                          4 * o["stats"])
+        out = np.empty(x.shape, np.float32)
+        self.host.read(o["x"], out)
+        return out
+
     def exp_rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A softmax's parts over the last axis, as a loss needs them: x [..., N] ->
         (exp(x - max) [..., N], max [..., 1], sum of the exponentials [..., 1])."""
@@ -117,7 +153,8 @@ class BrowserHost:
 
         self._f32 = Float32Array
         exports = WebAssembly.Instance.new(WebAssembly.Module.new(to_js(wasm))).exports
-        self.memory, self.sgemm, self.softmax = exports.memory, exports.sgemm, exports.softmax
+        self.memory, self.sgemm, self.softmax, self.forward = (exports.memory, exports.sgemm, exports.softmax,
+                                                               exports.forward)
         self.floats = Float32Array.new(self.memory.buffer)
         self.capacity = self.floats.length  # kept as a Python int: a JS property read per call costs
         self.views = {}  # (offset, size) -> Float32Array view: the same shapes recur every step

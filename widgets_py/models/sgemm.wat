@@ -86,7 +86,7 @@
   ;; are left unnormalised. Row r's max and sum of exponentials go to $stats + 8r.
   ;; The max and the division are numpy's to the bit; the exponential (below) and the order
   ;; of the sum (four lanes, then pairwise) differ in the last bits.
-  (func (export "softmax") (param $x i32) (param $rows i32) (param $n i32) (param $tq i32)
+  (func $softmax (export "softmax") (param $x i32) (param $rows i32) (param $n i32) (param $tq i32)
         (param $offset i32) (param $scale f32) (param $norm i32) (param $stats i32)
     (local $r i32) (local $vis i32) (local $p i32) (local $end i32) (local $vend i32) (local $row_end i32)
     (local $m f32) (local $s f32) (local $e f32) (local $vm v128) (local $vs v128) (local $ve v128) (local $vscale v128)
@@ -182,4 +182,202 @@
     (v128.andnot
       (f32x4.mul (local.get $p) (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $k)) (i32x4.splat (i32.const 127)))
                                            (i32.const 23)))
-      (local.get $low))))
+      (local.get $low)))
+
+  ;; ---- a whole inference forward, for numpy's per-call cost in Pyodide ----------------
+  ;; Every transformer block of the mini-GPT (gpt.block, without caches) and the final layer
+  ;; norm, over x [rows, c] = `rows / t` sequences of t positions, in place: one call where
+  ;; numpy would make about forty per block. The parameters lie from $w in gpt.KERNEL_ORDER
+  ;; (per layer ln1 w b, qkv w b, proj w b, ln2 w b, fc w b, out w b; then lnf w b); the work
+  ;; regions (each followed by slack for $product's blocks, sgemm.py's forward_layout) hold
+  ;; a: a layer norm's output [rows, c], qkv [rows, 3c], y: attention's output [rows, c],
+  ;; h: the MLP's [rows, hid], tmp [rows, c], and per head: kt [hs, t], vs [t, hs], sc [t, t],
+  ;; yo [t, hs], stats [t, 2]. The operations are gpt.py's, in its order.
+  (func (export "forward") (param $w i32) (param $x i32) (param $rows i32) (param $t i32) (param $c i32)
+        (param $heads i32) (param $layers i32) (param $hid i32) (param $scale f32)
+        (param $a i32) (param $qkv i32) (param $y i32) (param $h i32) (param $tmp i32)
+        (param $kt i32) (param $vs i32) (param $sc i32) (param $yo i32) (param $stats i32)
+    (local $l i32) (local $c4 i32)
+    (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))
+    (local.set $l (i32.const 0))
+    (block $done (loop $layer
+      (br_if $done (i32.ge_s (local.get $l) (local.get $layers)))
+      ;; a = ln1(x); qkv = a @ Wqkv + b; y = attention(qkv); x += y @ Wproj + b
+      (call $layernorm (local.get $x) (local.get $a) (local.get $rows) (local.get $c)
+                       (local.get $w) (i32.add (local.get $w) (local.get $c4)))
+      (local.set $w (i32.add (local.get $w) (i32.shl (local.get $c4) (i32.const 1))))
+      (call $product (local.get $a) (local.get $w) (local.get $qkv) (local.get $rows) (local.get $c)
+                     (i32.mul (local.get $c) (i32.const 3)) (local.get $c4) (i32.const 4))
+      (local.set $w (i32.add (local.get $w) (i32.mul (local.get $c4) (i32.mul (local.get $c) (i32.const 3)))))
+      (call $bias (local.get $qkv) (local.get $rows) (i32.mul (local.get $c) (i32.const 3)) (local.get $w) (i32.const 0))
+      (local.set $w (i32.add (local.get $w) (i32.mul (local.get $c4) (i32.const 3))))
+      (call $attend (local.get $qkv) (local.get $y) (local.get $rows) (local.get $t) (local.get $c)
+                    (local.get $heads) (local.get $scale) (local.get $kt) (local.get $vs) (local.get $sc)
+                    (local.get $yo) (local.get $stats))
+      (call $product (local.get $y) (local.get $w) (local.get $tmp) (local.get $rows) (local.get $c)
+                     (local.get $c) (local.get $c4) (i32.const 4))
+      (local.set $w (i32.add (local.get $w) (i32.mul (local.get $c4) (local.get $c))))
+      (call $bias (local.get $tmp) (local.get $rows) (local.get $c) (local.get $w) (i32.const 0))
+      (local.set $w (i32.add (local.get $w) (local.get $c4)))
+      (call $add (local.get $x) (local.get $tmp) (i32.mul (local.get $rows) (local.get $c)))
+      ;; a = ln2(x); h = relu(a @ Wfc + b); x += h @ Wout + b
+      (call $layernorm (local.get $x) (local.get $a) (local.get $rows) (local.get $c)
+                       (local.get $w) (i32.add (local.get $w) (local.get $c4)))
+      (local.set $w (i32.add (local.get $w) (i32.shl (local.get $c4) (i32.const 1))))
+      (call $product (local.get $a) (local.get $w) (local.get $h) (local.get $rows) (local.get $c)
+                     (local.get $hid) (local.get $c4) (i32.const 4))
+      (local.set $w (i32.add (local.get $w) (i32.mul (local.get $c4) (local.get $hid))))
+      (call $bias (local.get $h) (local.get $rows) (local.get $hid) (local.get $w) (i32.const 1))
+      (local.set $w (i32.add (local.get $w) (i32.shl (local.get $hid) (i32.const 2))))
+      (call $product (local.get $h) (local.get $w) (local.get $tmp) (local.get $rows) (local.get $hid)
+                     (local.get $c) (i32.shl (local.get $hid) (i32.const 2)) (i32.const 4))
+      (local.set $w (i32.add (local.get $w) (i32.mul (i32.shl (local.get $hid) (i32.const 2)) (local.get $c))))
+      (call $bias (local.get $tmp) (local.get $rows) (local.get $c) (local.get $w) (i32.const 0))
+      (local.set $w (i32.add (local.get $w) (local.get $c4)))
+      (call $add (local.get $x) (local.get $tmp) (i32.mul (local.get $rows) (local.get $c)))
+      (local.set $l (i32.add (local.get $l) (i32.const 1)))
+      (br $layer)))
+    (call $layernorm (local.get $x) (local.get $x) (local.get $rows) (local.get $c)  ;; lnf, in place
+                     (local.get $w) (i32.add (local.get $w) (local.get $c4))))
+
+  ;; out = (x - mean) * rstd * w + b per row of c, rstd = 1 / sqrt(var + 1e-5) (gpt.layernorm);
+  ;; out may be x itself.
+  (func $layernorm (param $x i32) (param $out i32) (param $rows i32) (param $c i32) (param $w i32) (param $b i32)
+    (local $r i32) (local $j i32) (local $p i32) (local $s f32) (local $d f32) (local $mean f32) (local $rstd f32)
+    (local.set $r (i32.const 0))
+    (block $done (loop $row
+      (br_if $done (i32.ge_s (local.get $r) (local.get $rows)))
+      (local.set $s (f32.const 0))
+      (local.set $j (i32.const 0))
+      (block $sum_done (loop $sum
+        (br_if $sum_done (i32.ge_s (local.get $j) (local.get $c)))
+        (local.set $s (f32.add (local.get $s) (f32.load (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $sum)))
+      (local.set $mean (f32.div (local.get $s) (f32.convert_i32_s (local.get $c))))
+      (local.set $s (f32.const 0))
+      (local.set $j (i32.const 0))
+      (block $var_done (loop $var
+        (br_if $var_done (i32.ge_s (local.get $j) (local.get $c)))
+        (local.set $d (f32.sub (f32.load (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2)))) (local.get $mean)))
+        (local.set $s (f32.add (local.get $s) (f32.mul (local.get $d) (local.get $d))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $var)))
+      (local.set $rstd (f32.div (f32.const 1) (f32.sqrt (f32.add (f32.div (local.get $s) (f32.convert_i32_s (local.get $c)))
+                                                                (f32.const 1e-5)))))
+      (local.set $j (i32.const 0))
+      (block $norm_done (loop $norm
+        (br_if $norm_done (i32.ge_s (local.get $j) (local.get $c)))
+        (local.set $p (i32.shl (local.get $j) (i32.const 2)))
+        (f32.store (i32.add (local.get $out) (local.get $p))
+          (f32.add (f32.mul (f32.mul (f32.sub (f32.load (i32.add (local.get $x) (local.get $p))) (local.get $mean))
+                                     (local.get $rstd))
+                            (f32.load (i32.add (local.get $w) (local.get $p))))
+                   (f32.load (i32.add (local.get $b) (local.get $p)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $norm)))
+      (local.set $x (i32.add (local.get $x) (i32.shl (local.get $c) (i32.const 2))))
+      (local.set $out (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 2))))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $row))))
+
+  ;; x[r, j] += b[j] over rows of n, then max(., 0) if $relu (gpt.linear's bias, gpt.relu).
+  (func $bias (param $x i32) (param $rows i32) (param $n i32) (param $b i32) (param $relu i32)
+    (local $r i32) (local $j i32) (local $p i32) (local $v f32)
+    (local.set $r (i32.const 0))
+    (block $done (loop $row
+      (br_if $done (i32.ge_s (local.get $r) (local.get $rows)))
+      (local.set $j (i32.const 0))
+      (block $cols_done (loop $cols
+        (br_if $cols_done (i32.gt_s (i32.add (local.get $j) (i32.const 4)) (local.get $n)))
+        (local.set $p (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))
+        (v128.store (local.get $p) (f32x4.add (v128.load (local.get $p))
+                                              (v128.load (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2))))))
+        (if (local.get $relu) (then
+          (v128.store (local.get $p) (f32x4.max (v128.load (local.get $p)) (v128.const f32x4 0 0 0 0)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $cols)))
+      (block $tail_done (loop $tail
+        (br_if $tail_done (i32.ge_s (local.get $j) (local.get $n)))
+        (local.set $p (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))
+        (local.set $v (f32.add (f32.load (local.get $p)) (f32.load (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2))))))
+        (if (local.get $relu) (then (local.set $v (f32.max (local.get $v) (f32.const 0)))))
+        (f32.store (local.get $p) (local.get $v))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $tail)))
+      (local.set $x (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $row))))
+
+  ;; x[i] += y[i], i < n (the residual stream).
+  (func $add (param $x i32) (param $y i32) (param $n i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $x) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (block $done (loop $simd
+      (br_if $done (i32.ge_u (local.get $x) (local.get $end)))
+      (v128.store (local.get $x) (f32x4.add (v128.load (local.get $x)) (v128.load (local.get $y))))
+      (local.set $x (i32.add (local.get $x) (i32.const 16)))
+      (local.set $y (i32.add (local.get $y) (i32.const 16)))
+      (br $simd)))
+    (local.set $end (i32.add (local.get $end) (i32.shl (i32.and (local.get $n) (i32.const 3)) (i32.const 2))))
+    (block $tail_done (loop $tail
+      (br_if $tail_done (i32.ge_u (local.get $x) (local.get $end)))
+      (f32.store (local.get $x) (f32.add (f32.load (local.get $x)) (f32.load (local.get $y))))
+      (local.set $x (i32.add (local.get $x) (i32.const 4)))
+      (local.set $y (i32.add (local.get $y) (i32.const 4)))
+      (br $tail))))
+
+  ;; Causal self-attention of each sequence of t rows and each head (gpt.attention, offset 0):
+  ;; q, k, v are the head's columns of qkv [rows, 3c]; y [rows, c] gets the heads side by side.
+  ;; K is copied transposed to kt and V to vs, so both products read B row by row.
+  (func $attend (param $qkv i32) (param $y i32) (param $rows i32) (param $t i32) (param $c i32)
+        (param $heads i32) (param $scale f32) (param $kt i32) (param $vs i32) (param $sc i32)
+        (param $yo i32) (param $stats i32)
+    (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $q i32) (local $row3 i32)
+    (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
+    (local.set $row3 (i32.mul (local.get $c) (i32.const 12)))  ;; bytes per qkv row
+    (local.set $s (i32.const 0))
+    (block $seqs_done (loop $seqs
+      (br_if $seqs_done (i32.ge_s (local.get $s) (local.get $rows)))  ;; s: the sequence's first row
+      (local.set $hd (i32.const 0))
+      (block $heads_done (loop $head
+        (br_if $heads_done (i32.ge_s (local.get $hd) (local.get $heads)))
+        (local.set $q (i32.add (local.get $qkv) (i32.shl (i32.add (i32.mul (local.get $s) (i32.mul (local.get $c) (i32.const 3)))
+                                                                    (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
+        (local.set $i (i32.const 0))
+        (block $copy_done (loop $copy  ;; kt[d, i] = k[i, d], vs[i, d] = v[i, d]
+          (br_if $copy_done (i32.ge_s (local.get $i) (local.get $t)))
+          (local.set $d (i32.const 0))
+          (block $d_done (loop $dl
+            (br_if $d_done (i32.ge_s (local.get $d) (local.get $hs)))
+            (f32.store (i32.add (local.get $kt) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $t)) (local.get $i)) (i32.const 2)))
+              (f32.load (i32.add (i32.add (local.get $q) (i32.mul (local.get $i) (local.get $row3)))
+                                 (i32.shl (i32.add (local.get $c) (local.get $d)) (i32.const 2)))))
+            (f32.store (i32.add (local.get $vs) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))
+              (f32.load (i32.add (i32.add (local.get $q) (i32.mul (local.get $i) (local.get $row3)))
+                                 (i32.shl (i32.add (i32.shl (local.get $c) (i32.const 1)) (local.get $d)) (i32.const 2)))))
+            (local.set $d (i32.add (local.get $d) (i32.const 1)))
+            (br $dl)))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $copy)))
+        (call $product (local.get $q) (local.get $kt) (local.get $sc) (local.get $t) (local.get $hs) (local.get $t)
+                       (local.get $row3) (i32.const 4))  ;; scores [t, t]
+        (call $softmax (local.get $sc) (local.get $t) (local.get $t) (local.get $t) (i32.const 0) (local.get $scale)
+                       (i32.const 1) (local.get $stats))
+        (call $product (local.get $sc) (local.get $vs) (local.get $yo) (local.get $t) (local.get $t) (local.get $hs)
+                       (i32.shl (local.get $t) (i32.const 2)) (i32.const 4))  ;; [t, hs]
+        (local.set $i (i32.const 0))
+        (block $out_done (loop $out  ;; y[s + i, hd*hs + d] = yo[i, d]
+          (br_if $out_done (i32.ge_s (local.get $i) (local.get $t)))
+          (memory.copy
+            (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (local.get $c))
+                                                      (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2)))
+            (i32.add (local.get $yo) (i32.shl (i32.mul (local.get $i) (local.get $hs)) (i32.const 2)))
+            (i32.shl (local.get $hs) (i32.const 2)))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $out)))
+        (local.set $hd (i32.add (local.get $hd) (i32.const 1)))
+        (br $head)))
+      (local.set $s (i32.add (local.get $s) (local.get $t)))
+      (br $seqs))))
+)

@@ -104,7 +104,7 @@ def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int = 8192) -> flo
     n = min(tokens, len(data) - 1) // cfg.context * cfg.context
     x = data[:n].reshape(-1, cfg.context)  # [N, T]
     y = data[1:n + 1].reshape(-1, cfg.context)
-    return gpt.forward(p, cfg, x, y)[1]
+    return gpt.loss(p, cfg, x, y)
 
 
 def flops_per_step(cfg: gpt.GPTConfig, batch_size: int) -> float:
