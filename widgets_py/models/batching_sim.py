@@ -111,6 +111,7 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
             for a in active:
                 a[2] -= k
         else:  # one iteration with prefill work in it
+            decoding = [a for a in active if a[1] == 0]  # before this iteration's prefill work
             budget = chunk or sum(a[1] for a in prefilling)
             done_now, spent = [], 0
             for a in prefilling:  # first come, first served
@@ -119,8 +120,6 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
                 spent += take
                 if a[1] == 0:
                     done_now.append(a)
-            started = {id(a) for a in prefilling}  # by identity: entries are compared, not their requests
-            decoding = [a for a in active if id(a) not in started]
             duration = decode_ms + spent * prefill_ms_per_token
             if decoding:
                 run.gaps.append((duration, len(decoding)))
@@ -131,11 +130,12 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
                 a[0].first_token_ms = now
             for a in decoding + done_now:
                 a[2] -= 1
-        for a in active:
-            if a[2] == 0:
+        finished = [a for a in active if a[2] == 0]
+        if finished:
+            for a in finished:
                 a[0].finish_ms, a[0].finish_iter = now, run.iterations
                 free.append(a[3])
-        active = [a for a in active if a[2] > 0]
-        free.sort()
+            active = [a for a in active if a[2] > 0]
+            free.sort()
     run.end_ms = now
     return run
