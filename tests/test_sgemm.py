@@ -216,3 +216,32 @@ def test_the_forward_refuses_what_it_cannot_compute():
         kernel().forward(x, w, 4, 1, 12)
     with pytest.raises(TypeError, match="float32"):
         kernel().forward(x.astype(np.float64), w, 2, 1, 12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(past=st.integers(0, 9), t=st.integers(1, 9), heads=st.integers(1, 3), hs=st.integers(1, 9),
+       layers=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
+def test_the_forward_after_a_kv_cache_is_numpys_in_float64(past, t, heads, hs, layers, seed):
+    """New positions after `past` cached ones (gpt.extend's case: a decode step, a speculative
+    verification): the output and the cache's new keys and values, against gpt.block in float64."""
+    from widgets_py.models import gpt
+
+    cfg = gpt.GPTConfig(vocab=11, d=heads * hs, layers=layers, heads=heads, context=past + t)
+    rng = np.random.default_rng(seed)
+    p = {k: v + np.float32(0.3) * rng.standard_normal(v.shape, np.float32) for k, v in gpt.init(cfg, seed % 89).items()}
+    kv = None if past == 0 else [tuple(rng.standard_normal((1, heads, past, hs)).astype(np.float32) for _ in "kv")
+                                 for _ in range(layers)]
+    x = rng.standard_normal((1, t, cfg.d)).astype(np.float32)
+    got, fresh = kernel().extend(x, gpt.packed(p, cfg), heads, layers, cfg.mlp * cfg.d, kv)
+    p64 = {k: v.astype(np.float64) for k, v in p.items()}
+    ref = x.astype(np.float64)
+    for i in range(layers):
+        ref, (k, v), _ = gpt.block(p64, i, ref, heads, None if kv is None else kv[i])
+        np.testing.assert_allclose(fresh[i, 0], k[..., past:, :], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(fresh[i, 1], v[..., past:, :], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got, gpt.layernorm(ref, p64["lnf.w"], p64["lnf.b"])[0], rtol=1e-4, atol=1e-4)
+
+
+def test_a_kv_cache_holds_one_sequence():
+    with pytest.raises(ValueError, match="a KV cache holds one sequence, not 2"):
+        kernel().extend(np.zeros((2, 3, 4), np.float32), np.zeros(400, np.float32), 2, 1, 8, None)

@@ -291,10 +291,22 @@ def _packing(layers: int) -> tuple[str, ...]:
     return tuple(f"h{i}.{k}" for i in range(layers) for k in KERNEL_ORDER) + ("lnf.w", "lnf.b")
 
 
+_PACKED: dict[int, tuple[dict, np.ndarray]] = {}  # id(p) -> (p, its vector), for read-only p
+
+
 def packed(p, cfg: GPTConfig) -> np.ndarray:
     """Every block's parameters, then the final layer norm's, as one float32 vector: the
-    order sgemm.wat's forward reads them in. Packed at each call: training updates p in place."""
-    return np.concatenate([p[k] for k in _packing(cfg.layers)], axis=None)
+    order sgemm.wat's forward reads them in. Packed at each call, as training updates p in
+    place; a dict of read-only arrays (pretrained.load's) is packed once and kept."""
+    kept = _PACKED.get(id(p))
+    if kept is not None and kept[0] is p:
+        return kept[1]
+    flat = np.concatenate([p[k] for k in _packing(cfg.layers)], axis=None)
+    if not any(v.flags.writeable for v in p.values()):
+        if len(_PACKED) >= 16:
+            _PACKED.clear()
+        _PACKED[id(p)] = (p, flat)
+    return flat
 
 
 def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
@@ -368,6 +380,12 @@ def extend(p, cfg: GPTConfig, tokens, kv=None):
     """
     past = 0 if kv is None else kv[0][0].shape[-2]
     x = p["wte"][np.asarray(tokens)][None] + positions(past, len(tokens), cfg.d)  # [1, T, C]
+    if _kernel_takes(x, p["wte"]):  # in the browser every block in one call, the cache in and out
+        xf, fresh = KERNEL.extend(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d, kv)  # [L, 2, 1, H, T, hs]
+        if kv is None:
+            return mm_nt(xf, p["wte"])[0], [(k, v) for k, v in fresh]
+        return mm_nt(xf, p["wte"])[0], [(np.concatenate([k, fresh[i, 0]], -2), np.concatenate([v, fresh[i, 1]], -2))
+                                        for i, (k, v) in enumerate(kv)]
     new = []
     for i in range(cfg.layers):
         x, layer_kv, _ = block(p, i, x, cfg.heads, None if kv is None else kv[i])

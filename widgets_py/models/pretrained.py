@@ -144,6 +144,8 @@ def load(name: str) -> tuple[gpt.GPTConfig, dict, list[float]]:
     if digest != manifest()["models"][name]["sha256"]:
         raise WeightsError(f"{name}.npz: sha256 {digest[:12]}… differs from the manifest; run `./dev train {name}`")
     params, history = from_npz(data)
+    for v in params.values():  # shared by every widget (load is cached): nobody may change them
+        v.flags.writeable = False
     return cfg, params, history
 
 

@@ -49,12 +49,15 @@ def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=64)
-def forward_layout(rows: int, t: int, c: int, hidden: int, weights: int) -> dict[str, int]:
+def forward_layout(rows: int, t: int, c: int, hidden: int, weights: int, past: int = 0, layers: int = 0) -> dict[str, int]:
     """Offsets (in floats) of the forward's regions after the weights at 0 (sgemm.wat's
-    `forward`), each followed by slack as in `layout`, and where they end."""
-    slack = 3 * max(3 * c, hidden, t) + 8
+    `forward`), each followed by slack as in `layout`, and where they end. With a cache of
+    `past` positions: its keys and values for `layers` layers (kvp), and the new ones (kvn)."""
+    n = past + t  # keys a query may see at most
+    slack = 3 * max(3 * c, hidden, n) + 8
     sizes = {"x": rows * c, "a": rows * c, "qkv": rows * 3 * c, "y": rows * c, "h": rows * hidden,
-             "tmp": rows * c, "kt": c * t, "vs": t * c, "sc": t * t, "yo": t * c, "stats": 2 * t}
+             "tmp": rows * c, "kt": c * n, "vs": n * c, "sc": t * n, "yo": t * c, "stats": 2 * t,
+             "kvp": layers * 2 * past * c, "kvn": layers * 2 * t * c}
     at, out = weights + slack, {}
     for name, size in sizes.items():
         out[name] = at
@@ -107,21 +110,42 @@ class Kernel:
     def forward(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int) -> np.ndarray:
         """Every transformer block and the final layer norm over x [B, T, C], no caches kept
         (gpt.hidden_states): one call, the weights flat in gpt.KERNEL_ORDER. -> [B, T, C]."""
+        return self._blocks(x, weights, heads, layers, hidden, None, keep=False)[0]
+
+    def extend(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int,
+               past: list | None) -> tuple[np.ndarray, np.ndarray]:
+        """The same for new positions x [1, T, C] after a KV cache (gpt.extend): past is a
+        (k, v) pair [1, H, P, hs] per layer, or None. -> (xf [1, T, C], the new keys and
+        values [layers, 2, 1, H, T, hs])."""
+        return self._blocks(x, weights, heads, layers, hidden, past, keep=True)
+
+    def _blocks(self, x, weights, heads, layers, hidden, past, keep):
         _float32(x, weights)
         b, t, c = x.shape
         if c % heads:
             raise ValueError(f"{heads} heads do not divide a width of {c}")
-        o = forward_layout(b * t, t, c, hidden, weights.size)
+        if keep and b != 1:
+            raise ValueError(f"a KV cache holds one sequence, not {b}")
+        hs, p = c // heads, 0 if past is None else past[0][0].shape[-2]
+        o = forward_layout(b * t, t, c, hidden, weights.size, p, layers if keep else 0)
         self.host.reserve(o["end"])
         self.host.write(0, weights)
         self.host.write(o["x"], x if x.flags.c_contiguous else np.ascontiguousarray(x))
-        scale = float(np.float32(1.0 / np.sqrt(c // heads)))
-        self.host.forward(0, 4 * o["x"], b * t, t, c, heads, layers, hidden, scale, 4 * o["a"], 4 * o["qkv"],
-                          4 * o["y"], 4 * o["h"], 4 * o["tmp"], 4 * o["kt"], 4 * o["vs"], 4 * o["sc"], 4 * o["yo"],
-                          4 * o["stats"])
+        if p:  # every layer's K then V [1, H, P, hs], in one copy
+            cache = np.concatenate([m for pair in past for m in pair], axis=None)
+            _float32(cache)
+            self.host.write(o["kvp"], cache)
+        scale = float(np.float32(1.0 / np.sqrt(hs)))
+        self.host.forward(0, 4 * o["x"], b * t, t, c, heads, layers, hidden, scale, p, 4 * o["kvp"],
+                          4 * o["kvn"] if keep else 0, 4 * o["a"], 4 * o["qkv"], 4 * o["y"], 4 * o["h"],
+                          4 * o["tmp"], 4 * o["kt"], 4 * o["vs"], 4 * o["sc"], 4 * o["yo"], 4 * o["stats"])
         out = np.empty(x.shape, np.float32)
         self.host.read(o["x"], out)
-        return out
+        if not keep:
+            return out, None
+        new = np.empty((layers, 2, 1, heads, t, hs), np.float32)
+        self.host.read(o["kvn"], new)
+        return out, new
 
     def exp_rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A softmax's parts over the last axis, as a loss needs them: x [..., N] ->

@@ -187,7 +187,9 @@
   ;; ---- a whole inference forward, for numpy's per-call cost in Pyodide ----------------
   ;; Every transformer block of the mini-GPT (gpt.block, without caches) and the final layer
   ;; norm, over x [rows, c] = `rows / t` sequences of t positions, in place: one call where
-  ;; numpy would make about forty per block. The parameters lie from $w in gpt.KERNEL_ORDER
+  ;; numpy would make about forty per block. With a KV cache (one sequence, gpt.extend), the
+  ;; `past` keys and values of every layer lie at $kvp ([layers, 2, heads, past, hs]) and, if
+  ;; $kvn is not 0, the new ones go to $kvn ([layers, 2, heads, t, hs]). The parameters lie from $w in gpt.KERNEL_ORDER
   ;; (per layer ln1 w b, qkv w b, proj w b, ln2 w b, fc w b, out w b; then lnf w b); the work
   ;; regions (each followed by slack for $product's blocks, sgemm.py's forward_layout) hold
   ;; a: a layer norm's output [rows, c], qkv [rows, 3c], y: attention's output [rows, c],
@@ -195,7 +197,7 @@
   ;; yo [t, hs], stats [t, 2]. The operations are gpt.py's, in its order.
   (func (export "forward") (param $w i32) (param $x i32) (param $rows i32) (param $t i32) (param $c i32)
         (param $heads i32) (param $layers i32) (param $hid i32) (param $scale f32)
-        (param $a i32) (param $qkv i32) (param $y i32) (param $h i32) (param $tmp i32)
+        (param $past i32) (param $kvp i32) (param $kvn i32) (param $a i32) (param $qkv i32) (param $y i32) (param $h i32) (param $tmp i32)
         (param $kt i32) (param $vs i32) (param $sc i32) (param $yo i32) (param $stats i32)
     (local $l i32) (local $c4 i32)
     (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))
@@ -212,8 +214,12 @@
       (call $bias (local.get $qkv) (local.get $rows) (i32.mul (local.get $c) (i32.const 3)) (local.get $w) (i32.const 0))
       (local.set $w (i32.add (local.get $w) (i32.mul (local.get $c4) (i32.const 3))))
       (call $attend (local.get $qkv) (local.get $y) (local.get $rows) (local.get $t) (local.get $c)
-                    (local.get $heads) (local.get $scale) (local.get $kt) (local.get $vs) (local.get $sc)
-                    (local.get $yo) (local.get $stats))
+                    (local.get $heads) (local.get $scale) (local.get $past)
+                    (i32.add (local.get $kvp) (i32.mul (local.get $l) (i32.shl (i32.mul (local.get $past) (local.get $c)) (i32.const 3))))
+                    (if (result i32) (local.get $kvn)
+                      (then (i32.add (local.get $kvn) (i32.mul (local.get $l) (i32.shl (i32.mul (local.get $t) (local.get $c)) (i32.const 3)))))
+                      (else (i32.const 0)))
+                    (local.get $kt) (local.get $vs) (local.get $sc) (local.get $yo) (local.get $stats))
       (call $product (local.get $y) (local.get $w) (local.get $tmp) (local.get $rows) (local.get $c)
                      (local.get $c) (local.get $c4) (i32.const 4))
       (local.set $w (i32.add (local.get $w) (i32.mul (local.get $c4) (local.get $c))))
@@ -327,15 +333,20 @@
       (local.set $y (i32.add (local.get $y) (i32.const 4)))
       (br $tail))))
 
-  ;; Causal self-attention of each sequence of t rows and each head (gpt.attention, offset 0):
-  ;; q, k, v are the head's columns of qkv [rows, 3c]; y [rows, c] gets the heads side by side.
-  ;; K is copied transposed to kt and V to vs, so both products read B row by row.
+  ;; Causal self-attention of each sequence of t rows and each head (gpt.attention): q, k, v
+  ;; are the head's columns of qkv [rows, 3c]; y [rows, c] gets the heads side by side. With
+  ;; a cache (one sequence), the `past` keys and values come first, from $kvp ([2, heads,
+  ;; past, hs]: K, then V), and query i sees keys j <= past + i; if $kvn is not 0 the new
+  ;; keys and values go there ([2, heads, t, hs]) for the cache. Keys are copied transposed
+  ;; to kt [hs, past + t] and values to vs [past + t, hs], so both products read B by rows.
   (func $attend (param $qkv i32) (param $y i32) (param $rows i32) (param $t i32) (param $c i32)
-        (param $heads i32) (param $scale f32) (param $kt i32) (param $vs i32) (param $sc i32)
-        (param $yo i32) (param $stats i32)
+        (param $heads i32) (param $scale f32) (param $past i32) (param $kvp i32) (param $kvn i32)
+        (param $kt i32) (param $vs i32) (param $sc i32) (param $yo i32) (param $stats i32)
     (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $q i32) (local $row3 i32)
+    (local $n i32) (local $pk i32) (local $nk i32) (local $src i32) (local $k f32) (local $v f32)
     (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
     (local.set $row3 (i32.mul (local.get $c) (i32.const 12)))  ;; bytes per qkv row
+    (local.set $n (i32.add (local.get $past) (local.get $t)))  ;; keys each query may see at most
     (local.set $s (i32.const 0))
     (block $seqs_done (loop $seqs
       (br_if $seqs_done (i32.ge_s (local.get $s) (local.get $rows)))  ;; s: the sequence's first row
@@ -344,28 +355,52 @@
         (br_if $heads_done (i32.ge_s (local.get $hd) (local.get $heads)))
         (local.set $q (i32.add (local.get $qkv) (i32.shl (i32.add (i32.mul (local.get $s) (i32.mul (local.get $c) (i32.const 3)))
                                                                     (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
+        (local.set $pk (i32.add (local.get $kvp) (i32.shl (i32.mul (i32.mul (local.get $hd) (local.get $past)) (local.get $hs)) (i32.const 2))))
+        (local.set $nk (i32.add (local.get $kvn) (i32.shl (i32.mul (i32.mul (local.get $hd) (local.get $t)) (local.get $hs)) (i32.const 2))))
+        (memory.copy (local.get $vs)  ;; the past values, [past, hs] already
+                     (i32.add (local.get $pk) (i32.shl (i32.mul (local.get $past) (local.get $c)) (i32.const 2)))
+                     (i32.shl (i32.mul (local.get $past) (local.get $hs)) (i32.const 2)))
         (local.set $i (i32.const 0))
-        (block $copy_done (loop $copy  ;; kt[d, i] = k[i, d], vs[i, d] = v[i, d]
+        (block $past_done (loop $past_keys  ;; kt[d, i] = k_past[i, d]
+          (br_if $past_done (i32.ge_s (local.get $i) (local.get $past)))
+          (local.set $d (i32.const 0))
+          (block $pd_done (loop $pd
+            (br_if $pd_done (i32.ge_s (local.get $d) (local.get $hs)))
+            (f32.store (i32.add (local.get $kt) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $n)) (local.get $i)) (i32.const 2)))
+              (f32.load (i32.add (local.get $pk) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))))
+            (local.set $d (i32.add (local.get $d) (i32.const 1)))
+            (br $pd)))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $past_keys)))
+        (local.set $i (i32.const 0))
+        (block $copy_done (loop $copy  ;; kt[d, past + i] = k[i, d], vs[past + i, d] = v[i, d]
           (br_if $copy_done (i32.ge_s (local.get $i) (local.get $t)))
+          (local.set $src (i32.add (local.get $q) (i32.mul (local.get $i) (local.get $row3))))
           (local.set $d (i32.const 0))
           (block $d_done (loop $dl
             (br_if $d_done (i32.ge_s (local.get $d) (local.get $hs)))
-            (f32.store (i32.add (local.get $kt) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $t)) (local.get $i)) (i32.const 2)))
-              (f32.load (i32.add (i32.add (local.get $q) (i32.mul (local.get $i) (local.get $row3)))
-                                 (i32.shl (i32.add (local.get $c) (local.get $d)) (i32.const 2)))))
-            (f32.store (i32.add (local.get $vs) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))
-              (f32.load (i32.add (i32.add (local.get $q) (i32.mul (local.get $i) (local.get $row3)))
-                                 (i32.shl (i32.add (i32.shl (local.get $c) (i32.const 1)) (local.get $d)) (i32.const 2)))))
+            (local.set $k (f32.load (i32.add (local.get $src) (i32.shl (i32.add (local.get $c) (local.get $d)) (i32.const 2)))))
+            (local.set $v (f32.load (i32.add (local.get $src) (i32.shl (i32.add (i32.shl (local.get $c) (i32.const 1)) (local.get $d)) (i32.const 2)))))
+            (f32.store (i32.add (local.get $kt) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $n)) (i32.add (local.get $past) (local.get $i)))
+                                                         (i32.const 2))) (local.get $k))
+            (f32.store (i32.add (local.get $vs) (i32.shl (i32.add (i32.mul (i32.add (local.get $past) (local.get $i)) (local.get $hs)) (local.get $d))
+                                                         (i32.const 2))) (local.get $v))
+            (if (local.get $kvn) (then  ;; the cache's new rows: K [heads, t, hs], then V
+              (f32.store (i32.add (local.get $nk) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))
+                         (local.get $k))
+              (f32.store (i32.add (i32.add (local.get $nk) (i32.shl (i32.mul (local.get $t) (local.get $c)) (i32.const 2)))
+                                  (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))
+                         (local.get $v))))
             (local.set $d (i32.add (local.get $d) (i32.const 1)))
             (br $dl)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $copy)))
-        (call $product (local.get $q) (local.get $kt) (local.get $sc) (local.get $t) (local.get $hs) (local.get $t)
-                       (local.get $row3) (i32.const 4))  ;; scores [t, t]
-        (call $softmax (local.get $sc) (local.get $t) (local.get $t) (local.get $t) (i32.const 0) (local.get $scale)
+        (call $product (local.get $q) (local.get $kt) (local.get $sc) (local.get $t) (local.get $hs) (local.get $n)
+                       (local.get $row3) (i32.const 4))  ;; scores [t, past + t]
+        (call $softmax (local.get $sc) (local.get $t) (local.get $n) (local.get $t) (local.get $past) (local.get $scale)
                        (i32.const 1) (local.get $stats))
-        (call $product (local.get $sc) (local.get $vs) (local.get $yo) (local.get $t) (local.get $t) (local.get $hs)
-                       (i32.shl (local.get $t) (i32.const 2)) (i32.const 4))  ;; [t, hs]
+        (call $product (local.get $sc) (local.get $vs) (local.get $yo) (local.get $t) (local.get $n) (local.get $hs)
+                       (i32.shl (local.get $n) (i32.const 2)) (i32.const 4))  ;; [t, hs]
         (local.set $i (i32.const 0))
         (block $out_done (loop $out  ;; y[s + i, hd*hs + d] = yo[i, d]
           (br_if $out_done (i32.ge_s (local.get $i) (local.get $t)))
