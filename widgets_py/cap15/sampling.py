@@ -107,6 +107,15 @@ def restricted(p: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return q / q.sum()
 
 
+def draw(dist: np.ndarray, rng: np.random.Generator) -> int:
+    """rng.choice(len(dist), p=dist), the same token from the same uniform (numpy's own
+    inverse CDF: cumulative sum, normalised, searched on the right), without choice's checks
+    of p, which cost more than the draw in Pyodide (tested against choice)."""
+    cdf = np.cumsum(dist)
+    cdf /= cdf[-1]
+    return int(cdf.searchsorted(rng.random(), side="right"))
+
+
 class Step(NamedTuple):
     window: np.ndarray  # [<= cfg.context] the tokens the model saw for this step
     dist: np.ndarray  # [V] the distribution the token is drawn from
@@ -134,9 +143,9 @@ def generate(params: dict, cfg: gpt.GPTConfig, prompt: np.ndarray, n: int, setti
     seen = np.zeros(cfg.vocab, dtype=bool)  # [V] tokens present in the sequence so far
     seen[np.asarray(prompt)] = True
     for _ in range(n):
-        p, keep = shape(last, np.flatnonzero(seen), **settings)  # temperature, top-k, top-p, min-p, penalty
+        p, keep = shape(last, seen.nonzero()[0], **settings)  # temperature, top-k, top-p, min-p, penalty
         dist = restricted(p, keep)
-        token = int(rng.choice(len(dist), p=dist))  # sample
+        token = draw(dist, rng)  # sample
         yield Step(window, dist, token)
         seen[token] = True
         if len(window) < cfg.context:  # still fits: extend the cache by one token
