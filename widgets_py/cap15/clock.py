@@ -9,7 +9,6 @@ and the FLOPs it costs. Timings are marked `measured`, so tests never compare th
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 
 import numpy as np
@@ -25,7 +24,10 @@ BYTES = 4  # float32 weights
 
 
 def runtime() -> str:
-    return "Pyodide (numpy en WebAssembly)" if sys.platform == "emscripten" else "CPython (numpy natiu)"
+    """Where the clock ran: natively, or in the browser, where a pass is one call of the
+    SIMD kernel (numpy alone where WebAssembly SIMD is missing: gpt.matmul_path)."""
+    return {"blas": "CPython (numpy natiu)", "einsum": "Pyodide (numpy en WebAssembly)",
+            "wasm-simd": "Pyodide (nucli SIMD en WebAssembly)"}[gpt.matmul_path()]
 
 
 def counts(cfg: gpt.GPTConfig, n_params: int, L: int) -> dict:

@@ -5,7 +5,10 @@ Positions are fixed sinusoids (no parameters), so inference can run past the tra
 context (a prefill/decode clock can measure up to 512 tokens); the output head is tied to the
 token embedding. Every layer has `forward(...) -> (out, cache)` and
 `backward(dout, cache) -> grads`, as in llm.c's layernorm.py; `tests/test_gpt.py`
-checks each against finite differences.
+checks each against finite differences. These numpy layers are the model. In the browser,
+where numpy has no BLAS and each of its calls costs tens of microseconds, inference
+(hidden_states, extend) runs the same layers in one call of sgemm.wat's kernel, and training
+sends its products and softmaxes there; tests hold both to the numpy layers in float64.
 """
 
 from __future__ import annotations
