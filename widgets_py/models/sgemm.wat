@@ -246,34 +246,63 @@
     (call $layernorm (local.get $x) (local.get $x) (local.get $rows) (local.get $c)  ;; lnf, in place
                      (local.get $w) (i32.add (local.get $w) (local.get $c4))))
 
-  ;; out = (x - mean) * rstd * w + b per row of c, rstd = 1 / sqrt(var + 1e-5) (gpt.layernorm);
-  ;; out may be x itself.
+  ;; out = (x - mean) * rstd * w + b per row of c, rstd = 1 / sqrt(var + 1e-5) (gpt.layernorm),
+  ;; four entries at a time and the rest one by one; out may be x itself.
   (func $layernorm (param $x i32) (param $out i32) (param $rows i32) (param $c i32) (param $w i32) (param $b i32)
-    (local $r i32) (local $j i32) (local $p i32) (local $s f32) (local $d f32) (local $mean f32) (local $rstd f32)
+    (local $r i32) (local $j i32) (local $p i32) (local $c4 i32) (local $s f32) (local $d f32) (local $mean f32)
+    (local $rstd f32) (local $vs v128) (local $vd v128) (local $vm v128) (local $vr v128)
+    (local.set $c4 (i32.and (local.get $c) (i32.const -4)))  ;; entries in whole vectors
     (local.set $r (i32.const 0))
     (block $done (loop $row
       (br_if $done (i32.ge_s (local.get $r) (local.get $rows)))
-      (local.set $s (f32.const 0))
+      (local.set $vs (v128.const f32x4 0 0 0 0))
       (local.set $j (i32.const 0))
       (block $sum_done (loop $sum
-        (br_if $sum_done (i32.ge_s (local.get $j) (local.get $c)))
+        (br_if $sum_done (i32.ge_s (local.get $j) (local.get $c4)))
+        (local.set $vs (f32x4.add (local.get $vs) (v128.load (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $sum)))
+      (local.set $s (f32.add (f32.add (f32x4.extract_lane 0 (local.get $vs)) (f32x4.extract_lane 1 (local.get $vs)))
+                             (f32.add (f32x4.extract_lane 2 (local.get $vs)) (f32x4.extract_lane 3 (local.get $vs)))))
+      (block $sum_tail_done (loop $sum_tail
+        (br_if $sum_tail_done (i32.ge_s (local.get $j) (local.get $c)))
         (local.set $s (f32.add (local.get $s) (f32.load (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
-        (br $sum)))
+        (br $sum_tail)))
       (local.set $mean (f32.div (local.get $s) (f32.convert_i32_s (local.get $c))))
-      (local.set $s (f32.const 0))
+      (local.set $vm (f32x4.splat (local.get $mean)))
+      (local.set $vs (v128.const f32x4 0 0 0 0))
       (local.set $j (i32.const 0))
       (block $var_done (loop $var
-        (br_if $var_done (i32.ge_s (local.get $j) (local.get $c)))
+        (br_if $var_done (i32.ge_s (local.get $j) (local.get $c4)))
+        (local.set $vd (f32x4.sub (v128.load (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2)))) (local.get $vm)))
+        (local.set $vs (f32x4.add (local.get $vs) (f32x4.mul (local.get $vd) (local.get $vd))))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $var)))
+      (local.set $s (f32.add (f32.add (f32x4.extract_lane 0 (local.get $vs)) (f32x4.extract_lane 1 (local.get $vs)))
+                             (f32.add (f32x4.extract_lane 2 (local.get $vs)) (f32x4.extract_lane 3 (local.get $vs)))))
+      (block $var_tail_done (loop $var_tail
+        (br_if $var_tail_done (i32.ge_s (local.get $j) (local.get $c)))
         (local.set $d (f32.sub (f32.load (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2)))) (local.get $mean)))
         (local.set $s (f32.add (local.get $s) (f32.mul (local.get $d) (local.get $d))))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
-        (br $var)))
+        (br $var_tail)))
       (local.set $rstd (f32.div (f32.const 1) (f32.sqrt (f32.add (f32.div (local.get $s) (f32.convert_i32_s (local.get $c)))
                                                                 (f32.const 1e-5)))))
+      (local.set $vr (f32x4.splat (local.get $rstd)))
       (local.set $j (i32.const 0))
       (block $norm_done (loop $norm
-        (br_if $norm_done (i32.ge_s (local.get $j) (local.get $c)))
+        (br_if $norm_done (i32.ge_s (local.get $j) (local.get $c4)))
+        (local.set $p (i32.shl (local.get $j) (i32.const 2)))
+        (v128.store (i32.add (local.get $out) (local.get $p))
+          (f32x4.add (f32x4.mul (f32x4.mul (f32x4.sub (v128.load (i32.add (local.get $x) (local.get $p))) (local.get $vm))
+                                           (local.get $vr))
+                                (v128.load (i32.add (local.get $w) (local.get $p))))
+                     (v128.load (i32.add (local.get $b) (local.get $p)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $norm)))
+      (block $norm_tail_done (loop $norm_tail
+        (br_if $norm_tail_done (i32.ge_s (local.get $j) (local.get $c)))
         (local.set $p (i32.shl (local.get $j) (i32.const 2)))
         (f32.store (i32.add (local.get $out) (local.get $p))
           (f32.add (f32.mul (f32.mul (f32.sub (f32.load (i32.add (local.get $x) (local.get $p))) (local.get $mean))
@@ -281,7 +310,7 @@
                             (f32.load (i32.add (local.get $w) (local.get $p))))
                    (f32.load (i32.add (local.get $b) (local.get $p)))))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
-        (br $norm)))
+        (br $norm_tail)))
       (local.set $x (i32.add (local.get $x) (i32.shl (local.get $c) (i32.const 2))))
       (local.set $out (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 2))))
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
@@ -344,9 +373,13 @@
         (param $kt i32) (param $vs i32) (param $sc i32) (param $yo i32) (param $stats i32)
     (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $q i32) (local $row3 i32)
     (local $n i32) (local $pk i32) (local $nk i32) (local $src i32) (local $k f32) (local $v f32)
+    (local $dk i32) (local $dv i32) (local $dn i32) (local $c4 i32) (local $n4 i32) (local $tc4 i32)
     (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
+    (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))  ;; bytes from a row's k to its v
+    (local.set $tc4 (i32.shl (i32.mul (local.get $t) (local.get $c)) (i32.const 2)))  ;; the new K to the new V
     (local.set $row3 (i32.mul (local.get $c) (i32.const 12)))  ;; bytes per qkv row
     (local.set $n (i32.add (local.get $past) (local.get $t)))  ;; keys each query may see at most
+    (local.set $n4 (i32.shl (local.get $n) (i32.const 2)))  ;; bytes per row of kt
     (local.set $s (i32.const 0))
     (block $seqs_done (loop $seqs
       (br_if $seqs_done (i32.ge_s (local.get $s) (local.get $rows)))  ;; s: the sequence's first row
@@ -375,22 +408,26 @@
         (local.set $i (i32.const 0))
         (block $copy_done (loop $copy  ;; kt[d, past + i] = k[i, d], vs[past + i, d] = v[i, d]
           (br_if $copy_done (i32.ge_s (local.get $i) (local.get $t)))
-          (local.set $src (i32.add (local.get $q) (i32.mul (local.get $i) (local.get $row3))))
+          (local.set $src (i32.add (local.get $q) (i32.add (i32.mul (local.get $i) (local.get $row3))
+                                                           (i32.shl (local.get $c) (i32.const 2)))))  ;; k[i, 0]
+          (local.set $dk (i32.add (local.get $kt) (i32.shl (i32.add (local.get $past) (local.get $i)) (i32.const 2))))
+          (local.set $dv (i32.add (local.get $vs) (i32.shl (i32.mul (i32.add (local.get $past) (local.get $i)) (local.get $hs))
+                                                           (i32.const 2))))
+          (local.set $dn (i32.add (local.get $nk) (i32.shl (i32.mul (local.get $i) (local.get $hs)) (i32.const 2))))
           (local.set $d (i32.const 0))
           (block $d_done (loop $dl
             (br_if $d_done (i32.ge_s (local.get $d) (local.get $hs)))
-            (local.set $k (f32.load (i32.add (local.get $src) (i32.shl (i32.add (local.get $c) (local.get $d)) (i32.const 2)))))
-            (local.set $v (f32.load (i32.add (local.get $src) (i32.shl (i32.add (i32.shl (local.get $c) (i32.const 1)) (local.get $d)) (i32.const 2)))))
-            (f32.store (i32.add (local.get $kt) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $n)) (i32.add (local.get $past) (local.get $i)))
-                                                         (i32.const 2))) (local.get $k))
-            (f32.store (i32.add (local.get $vs) (i32.shl (i32.add (i32.mul (i32.add (local.get $past) (local.get $i)) (local.get $hs)) (local.get $d))
-                                                         (i32.const 2))) (local.get $v))
+            (local.set $k (f32.load (local.get $src)))
+            (local.set $v (f32.load (i32.add (local.get $src) (local.get $c4))))  ;; v[i, d], c floats on
+            (f32.store (local.get $dk) (local.get $k))
+            (f32.store (local.get $dv) (local.get $v))
             (if (local.get $kvn) (then  ;; the cache's new rows: K [heads, t, hs], then V
-              (f32.store (i32.add (local.get $nk) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))
-                         (local.get $k))
-              (f32.store (i32.add (i32.add (local.get $nk) (i32.shl (i32.mul (local.get $t) (local.get $c)) (i32.const 2)))
-                                  (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))
-                         (local.get $v))))
+              (f32.store (local.get $dn) (local.get $k))
+              (f32.store (i32.add (local.get $dn) (local.get $tc4)) (local.get $v))))
+            (local.set $src (i32.add (local.get $src) (i32.const 4)))
+            (local.set $dk (i32.add (local.get $dk) (local.get $n4)))
+            (local.set $dv (i32.add (local.get $dv) (i32.const 4)))
+            (local.set $dn (i32.add (local.get $dn) (i32.const 4)))
             (local.set $d (i32.add (local.get $d) (i32.const 1)))
             (br $dl)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
