@@ -128,6 +128,42 @@ def test_float32_gradients_are_float64s_within_rounding(rng, matmul):
         assert rel_err(grads[name], ref[name]) < 1e-5, name
 
 
+def test_the_kernels_training_forward_keeps_numpys_caches(rng):
+    """In the browser gpt.forward runs every block in one kernel call and builds block()'s
+    caches from what the kernel kept: every cached array (norms, rstds, inputs of each
+    product, attention weights, ReLU masks) is the float64 numpy forward's within rounding."""
+    from wasm_host import kernel
+
+    cfg = gpt.GPTConfig(vocab=11, d=12, layers=2, heads=3, context=7, mlp=2)  # odd widths: SIMD tails
+    p = {k: v + np.float32(0.3) * rng.standard_normal(v.shape, np.float32) for k, v in gpt.init(cfg, 2).items()}
+    idx, targets = rng.integers(0, 11, (3, 7)), rng.integers(0, 11, (3, 7))
+    ref = gpt.forward({k: v.astype(np.float64) for k, v in p.items()}, cfg, idx, targets)
+    einsum, held = gpt.EINSUM, gpt.KERNEL
+    gpt.EINSUM, gpt.KERNEL = True, kernel()
+    try:
+        got = gpt.forward(p, cfg, idx, targets)
+    finally:
+        gpt.EINSUM, gpt.KERNEL = einsum, held
+
+    def same(a, b, where="cache"):
+        if isinstance(a, tuple):
+            assert isinstance(b, tuple) and len(a) == len(b), where
+            for i, (x, y) in enumerate(zip(a, b)):
+                same(x, y, f"{where}[{i}]")
+        elif isinstance(a, list):
+            assert len(a) == len(b), where
+            for i, (x, y) in enumerate(zip(a, b)):
+                same(x, y, f"{where}[{i}]")
+        elif isinstance(a, np.ndarray) and a.dtype == bool:
+            np.testing.assert_array_equal(a, b, err_msg=where)
+        else:
+            assert np.shape(a) == np.shape(b), where
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=where)
+
+    assert got[1] == pytest.approx(ref[1], rel=1e-5)
+    same(got[2], ref[2])
+
+
 def test_prefill_plus_decode_equals_full_forward(rng):
     cfg = gpt.GPTConfig(vocab=20, d=16, layers=2, heads=4)
     p = gpt.init(cfg, 3)

@@ -6,9 +6,10 @@ context (a prefill/decode clock can measure up to 512 tokens); the output head i
 token embedding. Every layer has `forward(...) -> (out, cache)` and
 `backward(dout, cache) -> grads`, as in llm.c's layernorm.py; `tests/test_gpt.py`
 checks each against finite differences. These numpy layers are the model. In the browser,
-where numpy has no BLAS and each of its calls costs tens of microseconds, inference
-(hidden_states, extend) runs the same layers in one call of sgemm.wat's kernel, and training
-sends its products and softmaxes there; tests hold both to the numpy layers in float64.
+where numpy has no BLAS and each of its calls costs tens of microseconds, every forward
+(hidden_states, extend, and training's, which keeps what the backward reads) runs the same
+layers in one call of sgemm.wat's kernel, and the backward sends its products there; tests
+hold the kernel to the numpy layers in float64.
 """
 
 from __future__ import annotations
@@ -272,6 +273,16 @@ def block(p, i, x, heads, kv=None, last=False):
     return x + out, (k, v), (c_ln1, c_qkv, c_att, c_proj, c_ln2, c_fc, c_relu, c_out)
 
 
+def _kept_cache(p, i, kept: dict, heads: int) -> tuple:
+    """block()'s cache, from what the kernel's forward kept of layer i (sgemm.TRAIN_KEPT)."""
+    qkv, c = kept["qkv"], kept["qkv"].shape[-1] // 3
+    q, k, v = (split_heads(qkv[..., j * c:(j + 1) * c], heads) for j in range(3))
+    act = kept["act"]
+    return ((kept["norm1"], p[f"h{i}.ln1.w"], kept["rstd1"]), (kept["a"], p[f"h{i}.qkv.w"]), (q, k, v, kept["att"]),
+            (kept["y"], p[f"h{i}.proj.w"]), (kept["norm2"], p[f"h{i}.ln2.w"], kept["rstd2"]),
+            (kept["m"], p[f"h{i}.fc.w"]), act > 0, (act, p[f"h{i}.out.w"]))
+
+
 def block_backward(p, i, dx, cache, heads, grads):
     c_ln1, c_qkv, c_att, c_proj, c_ln2, c_fc, c_relu, c_out = cache
     dact, grads[f"h{i}.out.w"], grads[f"h{i}.out.b"] = linear_backward(dx, c_out)
@@ -347,11 +358,16 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     """idx: [B, T] int -> logits [B, T, V]; with targets also (mean loss, cache for backward)."""
     b, t = idx.shape
     x = p["wte"][idx] + positions(0, t, cfg.d)  # [B, T, C]
-    caches = []
-    for i in range(cfg.layers):
-        x, _, c = block(p, i, x, cfg.heads)
-        caches.append(c)
-    xf, c_lnf = layernorm(x, p["lnf.w"], p["lnf.b"])
+    if _kernel_takes(x, p["wte"]):  # in the browser every block in one call, keeping the backward's inputs
+        xf, kept, final = KERNEL.forward_kept(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+        caches = [_kept_cache(p, i, layer, cfg.heads) for i, layer in enumerate(kept)]
+        c_lnf = (final["norm"], p["lnf.w"], final["rstd"])
+    else:
+        caches = []
+        for i in range(cfg.layers):
+            x, _, c = block(p, i, x, cfg.heads)
+            caches.append(c)
+        xf, c_lnf = layernorm(x, p["lnf.w"], p["lnf.b"])
     logits = mm_nt(xf, p["wte"])  # [B, T, C] -> [B, T, V], tied head
     if targets is None:
         return logits

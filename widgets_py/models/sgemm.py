@@ -9,9 +9,10 @@ Attention's scores are soft-maxed there before they are copied out (`attention_w
 and a loss's exponentials come from the same code (`exp_rows`): numpy's float32 exp is its
 slowest element-wise operation in Pyodide (about 18 ns an element), the kernel's four lanes
 at a time within one ulp. The softmax's max and division are numpy's to the bit; the
-exponential and the order of the sum differ in the last bits. Inference without caches
-runs every block in one call (`forward`, for gpt.hidden_states): numpy's cost per call in
-Pyodide (tens of microseconds, some forty calls a block) outweighs this model's arithmetic.
+exponential and the order of the sum differ in the last bits. A forward pass runs every
+block in one call (`forward`, `extend` with a KV cache, `forward_kept` for training, which
+keeps the backward's inputs): numpy's cost per call in Pyodide (tens of microseconds, some
+forty calls a block) outweighs this model's arithmetic.
 
 The kernel is the committed `sgemm.wasm`, assembled from `sgemm.wat` (`python -m
 widgets_py.models.sgemm` re-assembles it; tests/test_sgemm.py checks the two agree and runs
@@ -65,6 +66,32 @@ def forward_layout(rows: int, t: int, c: int, hidden: int, weights: int, past: i
     return out | {"end": at}
 
 
+TRAIN_KEPT = ("norm1", "rstd1", "a", "qkv", "att", "y", "norm2", "rstd2", "m", "act")  # per layer, sgemm.wat's table order
+
+
+@lru_cache(maxsize=16)
+def train_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: int, start: int) -> tuple[tuple[dict, ...], dict, int]:
+    """Where a training forward keeps the backward's inputs, from `start` (floats): per layer
+    (TRAIN_KEPT order) and the final norm's (norm, rstd), each region followed by slack as
+    in `layout`; and where they end. -> (per-layer {name: (offset, shape)}, final, end)."""
+    slack = 3 * max(3 * c, hidden, t) + 8
+    shapes = {"norm1": (rows, c), "rstd1": (rows, 1), "a": (rows, c), "qkv": (rows, 3 * c),
+              "att": (rows // t, heads, t, t), "y": (rows, c), "norm2": (rows, c), "rstd2": (rows, 1),
+              "m": (rows, c), "act": (rows, hidden)}
+    at, per_layer = start, []
+    for _ in range(layers):
+        regions = {}
+        for name in TRAIN_KEPT:
+            regions[name] = (at, shapes[name])
+            at += math.prod(shapes[name]) + slack
+        per_layer.append(regions)
+    final = {}
+    for name, shape in (("norm", (rows, c)), ("rstd", (rows, 1))):
+        final[name] = (at, shape)
+        at += math.prod(shape) + slack
+    return tuple(per_layer), final, at
+
+
 class Kernel:
     """C = A @ B on a host that holds the kernel's memory (the browser's, or wasmtime's).
     Leading axes are a batch: one call multiplies every pair, as numpy's matmul does."""
@@ -112,6 +139,13 @@ class Kernel:
         (gpt.hidden_states): one call, the weights flat in gpt.KERNEL_ORDER. -> [B, T, C]."""
         return self._blocks(x, weights, heads, layers, hidden, None, keep=False)[0]
 
+    def forward_kept(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int
+                     ) -> tuple[np.ndarray, list[dict], dict]:
+        """The same, keeping what the backward reads (gpt.forward in training): -> (xf, per
+        layer {TRAIN_KEPT name: array}, the final norm's {"norm", "rstd"}), arrays [B, T, ...]
+        (att [B, H, T, T]), views of one copy out."""
+        return self._blocks(x, weights, heads, layers, hidden, None, keep=False, train=True)
+
     def extend(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int,
                past: list | None) -> tuple[np.ndarray, np.ndarray]:
         """The same for new positions x [1, T, C] after a KV cache (gpt.extend): past is a
@@ -119,7 +153,7 @@ class Kernel:
         values [layers, 2, 1, H, T, hs])."""
         return self._blocks(x, weights, heads, layers, hidden, past, keep=True)
 
-    def _blocks(self, x, weights, heads, layers, hidden, past, keep):
+    def _blocks(self, x, weights, heads, layers, hidden, past, keep, train=False):
         _float32(x, weights)
         b, t, c = x.shape
         if c % heads:
@@ -128,6 +162,13 @@ class Kernel:
             raise ValueError(f"a KV cache holds one sequence, not {b}")
         hs, p = c // heads, 0 if past is None else past[0][0].shape[-2]
         o = forward_layout(b * t, t, c, hidden, weights.size, p, layers if keep else 0)
+        table = 0
+        if train:  # the table of addresses (int32, written through a float32 view), then the regions
+            kept, final, end = train_layout(b * t, t, c, hidden, heads, layers, o["end"] + 16 * layers + 8)
+            addresses = [4 * at for regions in kept for at, _ in regions.values()] + [4 * at for at, _ in final.values()]
+            self.host.reserve(end)
+            self.host.write(o["end"], np.array(addresses, np.int32).view(np.float32))
+            table = 4 * o["end"]
         self.host.reserve(o["end"])
         self.host.write(0, weights)
         self.host.write(o["x"], x if x.flags.c_contiguous else np.ascontiguousarray(x))
@@ -137,10 +178,18 @@ class Kernel:
             self.host.write(o["kvp"], cache)
         scale = float(np.float32(1.0 / np.sqrt(hs)))
         self.host.forward(0, 4 * o["x"], b * t, t, c, heads, layers, hidden, scale, p, 4 * o["kvp"],
-                          4 * o["kvn"] if keep else 0, 4 * o["a"], 4 * o["qkv"], 4 * o["y"], 4 * o["h"],
+                          4 * o["kvn"] if keep else 0, table, 4 * o["a"], 4 * o["qkv"], 4 * o["y"], 4 * o["h"],
                           4 * o["tmp"], 4 * o["kt"], 4 * o["vs"], 4 * o["sc"], 4 * o["yo"], 4 * o["stats"])
         out = np.empty(x.shape, np.float32)
         self.host.read(o["x"], out)
+        if train:  # one copy of every kept region, then views of it
+            start = kept[0]["norm1"][0]
+            block = np.empty(end - start, np.float32)
+            self.host.read(start, block)
+            view = lambda at, shape: block[at - start:at - start + math.prod(shape)].reshape(  # noqa: E731
+                shape if len(shape) == 4 else (b, t, shape[1]))
+            return (out, [{name: view(*region) for name, region in regions.items()} for regions in kept],
+                    {name: view(*region) for name, region in final.items()})
         if not keep:
             return out, None
         new = np.empty((layers, 2, 1, heads, t, hs), np.float32)

@@ -189,7 +189,10 @@
   ;; norm, over x [rows, c] = `rows / t` sequences of t positions, in place: one call where
   ;; numpy would make about forty per block. With a KV cache (one sequence, gpt.extend), the
   ;; `past` keys and values of every layer lie at $kvp ([layers, 2, heads, past, hs]) and, if
-  ;; $kvn is not 0, the new ones go to $kvn ([layers, 2, heads, t, hs]). The parameters lie from $w in gpt.KERNEL_ORDER
+  ;; $kvn is not 0, the new ones go to $kvn ([layers, 2, heads, t, hs]). For training, $table
+  ;; (if not 0) holds, per layer, ten byte addresses where the backward's inputs go (ln1's
+  ;; norm and rstd, a, qkv, the attention weights, y, ln2's norm and rstd, m, the MLP's
+  ;; activations), then two for the final norm's (sgemm.py's train_layout). The parameters lie from $w in gpt.KERNEL_ORDER
   ;; (per layer ln1 w b, qkv w b, proj w b, ln2 w b, fc w b, out w b; then lnf w b); the work
   ;; regions (each followed by slack for $product's blocks, sgemm.py's forward_layout) hold
   ;; a: a layer norm's output [rows, c], qkv [rows, 3c], y: attention's output [rows, c],
@@ -197,16 +200,26 @@
   ;; yo [t, hs], stats [t, 2]. The operations are gpt.py's, in its order.
   (func (export "forward") (param $w i32) (param $x i32) (param $rows i32) (param $t i32) (param $c i32)
         (param $heads i32) (param $layers i32) (param $hid i32) (param $scale f32)
-        (param $past i32) (param $kvp i32) (param $kvn i32) (param $a i32) (param $qkv i32) (param $y i32) (param $h i32) (param $tmp i32)
+        (param $past i32) (param $kvp i32) (param $kvn i32) (param $table i32)
+        (param $a i32) (param $qkv i32) (param $y i32) (param $h i32) (param $tmp i32)
         (param $kt i32) (param $vs i32) (param $sc i32) (param $yo i32) (param $stats i32)
-    (local $l i32) (local $c4 i32)
+    (local $l i32) (local $c4 i32) (local $m i32) (local $n1 i32) (local $r1 i32) (local $n2 i32) (local $r2 i32)
+    (local $atts i32) (local $tb i32)
     (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))
+    (local.set $m (local.get $a))  ;; without a table, ln2's output reuses ln1's region
     (local.set $l (i32.const 0))
     (block $done (loop $layer
       (br_if $done (i32.ge_s (local.get $l) (local.get $layers)))
+      (if (local.get $table) (then  ;; training keeps what the backward reads, a region each, per layer
+        (local.set $tb (i32.add (local.get $table) (i32.mul (local.get $l) (i32.const 40))))
+        (local.set $n1 (i32.load (local.get $tb))) (local.set $r1 (i32.load offset=4 (local.get $tb)))
+        (local.set $a (i32.load offset=8 (local.get $tb))) (local.set $qkv (i32.load offset=12 (local.get $tb)))
+        (local.set $atts (i32.load offset=16 (local.get $tb))) (local.set $y (i32.load offset=20 (local.get $tb)))
+        (local.set $n2 (i32.load offset=24 (local.get $tb))) (local.set $r2 (i32.load offset=28 (local.get $tb)))
+        (local.set $m (i32.load offset=32 (local.get $tb))) (local.set $h (i32.load offset=36 (local.get $tb)))))
       ;; a = ln1(x); qkv = a @ Wqkv + b; y = attention(qkv); x += y @ Wproj + b
       (call $layernorm (local.get $x) (local.get $a) (local.get $rows) (local.get $c)
-                       (local.get $w) (i32.add (local.get $w) (local.get $c4)))
+                       (local.get $w) (i32.add (local.get $w) (local.get $c4)) (local.get $n1) (local.get $r1))
       (local.set $w (i32.add (local.get $w) (i32.shl (local.get $c4) (i32.const 1))))
       (call $product (local.get $a) (local.get $w) (local.get $qkv) (local.get $rows) (local.get $c)
                      (i32.mul (local.get $c) (i32.const 3)) (local.get $c4) (i32.const 4))
@@ -219,18 +232,18 @@
                     (if (result i32) (local.get $kvn)
                       (then (i32.add (local.get $kvn) (i32.mul (local.get $l) (i32.shl (i32.mul (local.get $t) (local.get $c)) (i32.const 3)))))
                       (else (i32.const 0)))
-                    (local.get $kt) (local.get $vs) (local.get $sc) (local.get $yo) (local.get $stats))
+                    (local.get $kt) (local.get $vs) (local.get $sc) (local.get $atts) (local.get $yo) (local.get $stats))
       (call $product (local.get $y) (local.get $w) (local.get $tmp) (local.get $rows) (local.get $c)
                      (local.get $c) (local.get $c4) (i32.const 4))
       (local.set $w (i32.add (local.get $w) (i32.mul (local.get $c4) (local.get $c))))
       (call $bias (local.get $tmp) (local.get $rows) (local.get $c) (local.get $w) (i32.const 0))
       (local.set $w (i32.add (local.get $w) (local.get $c4)))
       (call $add (local.get $x) (local.get $tmp) (i32.mul (local.get $rows) (local.get $c)))
-      ;; a = ln2(x); h = relu(a @ Wfc + b); x += h @ Wout + b
-      (call $layernorm (local.get $x) (local.get $a) (local.get $rows) (local.get $c)
-                       (local.get $w) (i32.add (local.get $w) (local.get $c4)))
+      ;; m = ln2(x); h = relu(m @ Wfc + b); x += h @ Wout + b
+      (call $layernorm (local.get $x) (local.get $m) (local.get $rows) (local.get $c)
+                       (local.get $w) (i32.add (local.get $w) (local.get $c4)) (local.get $n2) (local.get $r2))
       (local.set $w (i32.add (local.get $w) (i32.shl (local.get $c4) (i32.const 1))))
-      (call $product (local.get $a) (local.get $w) (local.get $h) (local.get $rows) (local.get $c)
+      (call $product (local.get $m) (local.get $w) (local.get $h) (local.get $rows) (local.get $c)
                      (local.get $hid) (local.get $c4) (i32.const 4))
       (local.set $w (i32.add (local.get $w) (i32.mul (local.get $c4) (local.get $hid))))
       (call $bias (local.get $h) (local.get $rows) (local.get $hid) (local.get $w) (i32.const 1))
@@ -243,14 +256,19 @@
       (call $add (local.get $x) (local.get $tmp) (i32.mul (local.get $rows) (local.get $c)))
       (local.set $l (i32.add (local.get $l) (i32.const 1)))
       (br $layer)))
+    (if (local.get $table) (then  ;; the final norm's norm and rstd come after the layers'
+      (local.set $tb (i32.add (local.get $table) (i32.mul (local.get $layers) (i32.const 40))))
+      (local.set $n1 (i32.load (local.get $tb))) (local.set $r1 (i32.load offset=4 (local.get $tb)))))
     (call $layernorm (local.get $x) (local.get $x) (local.get $rows) (local.get $c)  ;; lnf, in place
-                     (local.get $w) (i32.add (local.get $w) (local.get $c4))))
+                     (local.get $w) (i32.add (local.get $w) (local.get $c4)) (local.get $n1) (local.get $r1)))
 
-  ;; out = (x - mean) * rstd * w + b per row of c, rstd = 1 / sqrt(var + 1e-5) (gpt.layernorm),
-  ;; four entries at a time and the rest one by one; out may be x itself.
+  ;; out = norm * w + b per row of c, norm = (x - mean) * rstd, rstd = 1 / sqrt(var + 1e-5)
+  ;; (gpt.layernorm), four entries at a time and the rest one by one; out may be x itself.
+  ;; If $norm is not 0, norm [rows, c] goes there, and rstd [rows] to $rstdp (for a backward).
   (func $layernorm (param $x i32) (param $out i32) (param $rows i32) (param $c i32) (param $w i32) (param $b i32)
+        (param $norm i32) (param $rstdp i32)
     (local $r i32) (local $j i32) (local $p i32) (local $c4 i32) (local $s f32) (local $d f32) (local $mean f32)
-    (local $rstd f32) (local $vs v128) (local $vd v128) (local $vm v128) (local $vr v128)
+    (local $rstd f32) (local $vs v128) (local $vd v128) (local $vm v128) (local $vr v128) (local $nv v128) (local $ns f32)
     (local.set $c4 (i32.and (local.get $c) (i32.const -4)))  ;; entries in whole vectors
     (local.set $r (i32.const 0))
     (block $done (loop $row
@@ -291,26 +309,32 @@
                                                                 (f32.const 1e-5)))))
       (local.set $vr (f32x4.splat (local.get $rstd)))
       (local.set $j (i32.const 0))
-      (block $norm_done (loop $norm
+      (block $norm_done (loop $norm_loop
         (br_if $norm_done (i32.ge_s (local.get $j) (local.get $c4)))
         (local.set $p (i32.shl (local.get $j) (i32.const 2)))
+        (local.set $nv (f32x4.mul (f32x4.sub (v128.load (i32.add (local.get $x) (local.get $p))) (local.get $vm))
+                                  (local.get $vr)))
+        (if (local.get $norm) (then (v128.store (i32.add (local.get $norm) (local.get $p)) (local.get $nv))))
         (v128.store (i32.add (local.get $out) (local.get $p))
-          (f32x4.add (f32x4.mul (f32x4.mul (f32x4.sub (v128.load (i32.add (local.get $x) (local.get $p))) (local.get $vm))
-                                           (local.get $vr))
-                                (v128.load (i32.add (local.get $w) (local.get $p))))
+          (f32x4.add (f32x4.mul (local.get $nv) (v128.load (i32.add (local.get $w) (local.get $p))))
                      (v128.load (i32.add (local.get $b) (local.get $p)))))
         (local.set $j (i32.add (local.get $j) (i32.const 4)))
-        (br $norm)))
+        (br $norm_loop)))
       (block $norm_tail_done (loop $norm_tail
         (br_if $norm_tail_done (i32.ge_s (local.get $j) (local.get $c)))
         (local.set $p (i32.shl (local.get $j) (i32.const 2)))
+        (local.set $ns (f32.mul (f32.sub (f32.load (i32.add (local.get $x) (local.get $p))) (local.get $mean))
+                                (local.get $rstd)))
+        (if (local.get $norm) (then (f32.store (i32.add (local.get $norm) (local.get $p)) (local.get $ns))))
         (f32.store (i32.add (local.get $out) (local.get $p))
-          (f32.add (f32.mul (f32.mul (f32.sub (f32.load (i32.add (local.get $x) (local.get $p))) (local.get $mean))
-                                     (local.get $rstd))
-                            (f32.load (i32.add (local.get $w) (local.get $p))))
+          (f32.add (f32.mul (local.get $ns) (f32.load (i32.add (local.get $w) (local.get $p))))
                    (f32.load (i32.add (local.get $b) (local.get $p)))))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $norm_tail)))
+      (if (local.get $norm) (then
+        (f32.store (local.get $rstdp) (local.get $rstd))
+        (local.set $norm (i32.add (local.get $norm) (i32.shl (local.get $c) (i32.const 2))))
+        (local.set $rstdp (i32.add (local.get $rstdp) (i32.const 4)))))
       (local.set $x (i32.add (local.get $x) (i32.shl (local.get $c) (i32.const 2))))
       (local.set $out (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 2))))
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
@@ -370,10 +394,10 @@
   ;; to kt [hs, past + t] and values to vs [past + t, hs], so both products read B by rows.
   (func $attend (param $qkv i32) (param $y i32) (param $rows i32) (param $t i32) (param $c i32)
         (param $heads i32) (param $scale f32) (param $past i32) (param $kvp i32) (param $kvn i32)
-        (param $kt i32) (param $vs i32) (param $sc i32) (param $yo i32) (param $stats i32)
+        (param $kt i32) (param $vs i32) (param $scratch i32) (param $atts i32) (param $yo i32) (param $stats i32)
     (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $q i32) (local $row3 i32)
     (local $n i32) (local $pk i32) (local $nk i32) (local $src i32) (local $k f32) (local $v f32)
-    (local $dk i32) (local $dv i32) (local $dn i32) (local $c4 i32) (local $n4 i32) (local $tc4 i32)
+    (local $dk i32) (local $dv i32) (local $dn i32) (local $c4 i32) (local $n4 i32) (local $tc4 i32) (local $sc i32)
     (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
     (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))  ;; bytes from a row's k to its v
     (local.set $tc4 (i32.shl (i32.mul (local.get $t) (local.get $c)) (i32.const 2)))  ;; the new K to the new V
@@ -388,6 +412,11 @@
         (br_if $heads_done (i32.ge_s (local.get $hd) (local.get $heads)))
         (local.set $q (i32.add (local.get $qkv) (i32.shl (i32.add (i32.mul (local.get $s) (i32.mul (local.get $c) (i32.const 3)))
                                                                     (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
+        (local.set $sc (local.get $scratch))  ;; the weights [t, past + t]; kept, [sequences, heads, t, t], if $atts
+        (if (local.get $atts) (then
+          (local.set $sc (i32.add (local.get $atts) (i32.shl (i32.mul (i32.add (i32.mul (i32.div_u (local.get $s) (local.get $t)) (local.get $heads))
+                                                                              (local.get $hd))
+                                                                     (i32.mul (local.get $t) (local.get $t))) (i32.const 2))))))
         (local.set $pk (i32.add (local.get $kvp) (i32.shl (i32.mul (i32.mul (local.get $hd) (local.get $past)) (local.get $hs)) (i32.const 2))))
         (local.set $nk (i32.add (local.get $kvn) (i32.shl (i32.mul (i32.mul (local.get $hd) (local.get $t)) (local.get $hs)) (i32.const 2))))
         (memory.copy (local.get $vs)  ;; the past values, [past, hs] already
