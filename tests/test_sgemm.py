@@ -245,3 +245,31 @@ def test_the_forward_after_a_kv_cache_is_numpys_in_float64(past, t, heads, hs, l
 def test_a_kv_cache_holds_one_sequence():
     with pytest.raises(ValueError, match="a KV cache holds one sequence, not 2"):
         kernel().extend(np.zeros((2, 3, 4), np.float32), np.zeros(400, np.float32), 2, 1, 8, None)
+
+
+@settings(max_examples=20, deadline=None)
+@given(batch=st.integers(1, 3), t=st.integers(1, 9), heads=st.integers(1, 3), hs=st.sampled_from([2, 4, 6, 8]),
+       layers=st.integers(1, 2), mlp=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
+def test_the_backward_gives_numpys_gradients_in_float64(batch, t, heads, hs, layers, mlp, seed):
+    """Training's backward in one call (every block, the final norm) at widths that are not
+    multiples of 4 too (the positions need an even one), any head size and length: every
+    parameter's gradient is gpt.backward's numpy in float64 within rounding."""
+    from widgets_py.models import gpt
+
+    cfg = gpt.GPTConfig(vocab=13, d=heads * hs, layers=layers, heads=heads, context=t, mlp=mlp)
+    rng = np.random.default_rng(seed)
+    p = {k: v + np.float32(0.2) * rng.standard_normal(v.shape, np.float32) for k, v in gpt.init(cfg, seed % 83).items()}
+    idx, targets = rng.integers(0, cfg.vocab, (batch, t)), rng.integers(0, cfg.vocab, (batch, t))
+    p64 = {k: v.astype(np.float64) for k, v in p.items()}
+    ref = gpt.backward(p64, cfg, gpt.forward(p64, cfg, idx, targets)[2])
+    held = gpt.KERNEL, gpt.EINSUM
+    gpt.KERNEL, gpt.EINSUM = kernel(), True
+    try:
+        got = gpt.backward(p, cfg, gpt.forward(p, cfg, idx, targets)[2])
+    finally:
+        gpt.KERNEL, gpt.EINSUM = held
+    assert got.keys() == ref.keys()
+    scale = max(np.abs(g).max() for g in ref.values())  # a tiny gradient is a difference of larger terms
+    for name in ref:
+        assert got[name].dtype == np.float32 and got[name].shape == ref[name].shape, name
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-4, atol=1e-5 * scale, err_msg=name)

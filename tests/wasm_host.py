@@ -15,7 +15,8 @@ class WasmtimeHost:
     def __init__(self, wasm: bytes = sgemm.WASM.read_bytes(), fill: float = np.nan):
         self.store = wasmtime.Store()
         exports = wasmtime.Instance(self.store, wasmtime.Module(self.store.engine, wasm), []).exports(self.store)
-        self.memory, self._sgemm, self._softmax, self._forward = (exports[k] for k in ("memory", "sgemm", "softmax", "forward"))
+        self.memory, self._sgemm, self._softmax, self._forward, self._backward = (
+            exports[k] for k in ("memory", "sgemm", "softmax", "forward", "backward"))
         self.fill = np.float32(fill)  # what fresh memory holds: NaN shows any read of slack that leaks
         self._poison(0)
 
@@ -45,6 +46,9 @@ class WasmtimeHost:
 
     def forward(self, *args) -> None:
         self._forward(self.store, *args)
+
+    def backward(self, *args) -> None:
+        self._backward(self.store, *args)
 
 
 def kernel(**kw) -> sgemm.Kernel:

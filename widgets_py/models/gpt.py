@@ -8,7 +8,7 @@ token embedding. Every layer has `forward(...) -> (out, cache)` and
 checks each against finite differences. These numpy layers are the model. In the browser,
 where numpy has no BLAS and each of its calls costs tens of microseconds, every forward
 (hidden_states, extend, and training's, which keeps what the backward reads) runs the same
-layers in one call of sgemm.wat's kernel, and the backward sends its products there; tests
+layers in one call of sgemm.wat's kernel, and so does the backward through the blocks; tests
 hold the kernel to the numpy layers in float64.
 """
 
@@ -382,9 +382,17 @@ def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
     dlogits /= targets.size  # [B, T, V]
     grads = {"wte": mm_tn(dlogits.reshape(-1, cfg.vocab), xf.reshape(-1, cfg.d))}  # tied head
-    dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(mm(dlogits, p["wte"]), c_lnf)
-    for i in reversed(range(cfg.layers)):
-        dx = block_backward(p, i, dx, caches[i], cfg.heads, grads)
+    dxf = mm(dlogits, p["wte"])  # [B, T, C]
+    if _kernel_takes(dxf, p["wte"]):  # in the browser every block's backward in one call
+        dx, flat = KERNEL.backward(dxf, packed(p, cfg), caches, c_lnf, cfg.heads, cfg.mlp * cfg.d)
+        at = 0
+        for name in _packing(cfg.layers):  # the flat gradients, back into the parameters' shapes
+            grads[name] = flat[at:at + p[name].size].reshape(p[name].shape)
+            at += p[name].size
+    else:
+        dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(dxf, c_lnf)
+        for i in reversed(range(cfg.layers)):
+            dx = block_backward(p, i, dx, caches[i], cfg.heads, grads)
     np.add.at(grads["wte"], idx, dx)  # embedding lookup: accumulate into the rows used
     return grads
 

@@ -11,8 +11,9 @@ slowest element-wise operation in Pyodide (about 18 ns an element), the kernel's
 at a time within one ulp. The softmax's max and division are numpy's to the bit; the
 exponential and the order of the sum differ in the last bits. A forward pass runs every
 block in one call (`forward`, `extend` with a KV cache, `forward_kept` for training, which
-keeps the backward's inputs): numpy's cost per call in Pyodide (tens of microseconds, some
-forty calls a block) outweighs this model's arithmetic.
+keeps the backward's inputs), and so does training's backward through the blocks
+(`backward`): numpy's cost per call in Pyodide (tens of microseconds, some forty calls a
+block) outweighs this model's arithmetic.
 
 The kernel is the committed `sgemm.wasm`, assembled from `sgemm.wat` (`python -m
 widgets_py.models.sgemm` re-assembles it; tests/test_sgemm.py checks the two agree and runs
@@ -90,6 +91,38 @@ def train_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: int
         final[name] = (at, shape)
         at += math.prod(shape) + slack
     return tuple(per_layer), final, at
+
+
+BACKWARD_KEPT = ("norm1", "rstd1", "a", "q", "k", "v", "att", "y", "norm2", "rstd2", "m", "act")  # per layer, the table's order
+
+
+@lru_cache(maxsize=16)
+def backward_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: int, weights: int) -> dict:
+    """Offsets (in floats) of `backward`'s regions: the weights at 0, their gradients, dx, the
+    work regions, then per layer the backward's inputs (BACKWARD_KEPT) and the final norm's
+    norm and rstd, the table of their addresses last; each region followed by slack."""
+    hs = c // heads
+    slack = 3 * max(3 * c, hidden, t) + 8
+    sizes = {"g": weights, "dx": rows * c, "d4": rows * hidden, "dm": rows * c, "dt": rows * c, "dqkv": rows * 3 * c,
+             "wt": max(c * hidden, 3 * c * c), "gws": max(c * hidden, 3 * c * c), "vt": hs * t, "datt": t * t,
+             "doh": t * hs, "dqh": t * hs, "dkh": t * hs, "dvh": t * hs}
+    at, out = weights + slack, {}
+    for name, size in sizes.items():
+        out[name] = at
+        at += size + slack
+    per_row = {"norm1": c, "rstd1": 1, "a": c, "q": c, "k": c, "v": c, "att": heads * t, "y": c, "norm2": c,
+               "rstd2": 1, "m": c, "act": hidden}
+    out["layers"] = []
+    for _ in range(layers):
+        regions = {}
+        for name in BACKWARD_KEPT:
+            regions[name] = at
+            at += rows * per_row[name] + slack
+        out["layers"].append(regions)
+    out["normf"], at = at, at + rows * c + slack
+    out["rstdf"], at = at, at + rows + slack
+    out["table"] = at
+    return out | {"end": at + 12 * layers + 2}
 
 
 class Kernel:
@@ -196,6 +229,38 @@ class Kernel:
         self.host.read(o["kvn"], new)
         return out, new
 
+    def backward(self, dxf: np.ndarray, weights: np.ndarray, caches: list, c_lnf: tuple, heads: int, hidden: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """gpt.backward's loop over the blocks in one call: from dxf [B, T, C], the gradient of
+        the final norm's output, and block()'s caches -> (the gradient of the first block's
+        input [B, T, C], every block's and the final norm's parameter gradients, flat in the
+        weights' order)."""
+        b, t, c = dxf.shape
+        layers = len(caches)
+        o = backward_layout(b * t, t, c, hidden, heads, layers, weights.size)
+        self.host.reserve(o["end"])
+        _float32(dxf, weights)
+        self.host.write(0, weights)
+        self.host.write(o["dx"], dxf if dxf.flags.c_contiguous else np.ascontiguousarray(dxf))
+        for regions, cache in zip(o["layers"], caches):
+            (norm1, _, rstd1), (a, _), (q, k, v, att), (y, _), (norm2, _, rstd2), (m, _), _, (act, _) = cache
+            arrays = dict(norm1=norm1, rstd1=rstd1, a=a, q=q, k=k, v=v, att=att, y=y, norm2=norm2, rstd2=rstd2, m=m, act=act)
+            for name, x in arrays.items():
+                _float32(x)
+                self.host.write(regions[name], x if x.flags.c_contiguous else np.ascontiguousarray(x))
+        _float32(c_lnf[0], c_lnf[2])
+        self.host.write(o["normf"], np.ascontiguousarray(c_lnf[0]))
+        self.host.write(o["rstdf"], np.ascontiguousarray(c_lnf[2]))
+        addresses = [4 * regions[name] for regions in o["layers"] for name in BACKWARD_KEPT] + [4 * o["normf"], 4 * o["rstdf"]]
+        self.host.write(o["table"], np.array(addresses, np.int32).view(np.float32))
+        self.host.backward(0, 4 * o["g"], 4 * o["dx"], b * t, t, c, heads, layers, hidden,
+                           float(np.float32(np.sqrt(c // heads))), 4 * o["table"],
+                           *(4 * o[k] for k in ("d4", "dm", "dt", "dqkv", "wt", "gws", "vt", "datt", "doh", "dqh", "dkh", "dvh")))
+        dx, grads = np.empty(dxf.shape, np.float32), np.empty(weights.size, np.float32)
+        self.host.read(o["dx"], dx)
+        self.host.read(o["g"], grads)
+        return dx, grads
+
     def exp_rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A softmax's parts over the last axis, as a loss needs them: x [..., N] ->
         (exp(x - max) [..., N], max [..., 1], sum of the exponentials [..., 1])."""
@@ -226,8 +291,8 @@ class BrowserHost:
 
         self._f32 = Float32Array
         exports = WebAssembly.Instance.new(WebAssembly.Module.new(to_js(wasm))).exports
-        self.memory, self.sgemm, self.softmax, self.forward = (exports.memory, exports.sgemm, exports.softmax,
-                                                               exports.forward)
+        self.memory, self.sgemm, self.softmax = exports.memory, exports.sgemm, exports.softmax
+        self.forward, self.backward = exports.forward, exports.backward
         self.floats = Float32Array.new(self.memory.buffer)
         self.capacity = self.floats.length  # kept as a Python int: a JS property read per call costs
         self.views = {}  # (offset, size) -> Float32Array view: the same shapes recur every step

@@ -481,4 +481,267 @@
         (br $head)))
       (local.set $s (i32.add (local.get $s) (local.get $t)))
       (br $seqs))))
+
+  ;; ---- training's backward: every block's gradients in one call -----------------------
+  ;; gpt.backward's loop over the blocks, from the gradient dx [rows, c] of the final norm's
+  ;; output to that of the first block's input (left in $dx), and every block's and the final
+  ;; norm's parameter gradients, written to $g in the weights' own layout ($w, as `forward`).
+  ;; $table holds 12 byte addresses per layer (ln1's norm and rstd, a, q, k, v [sequences,
+  ;; heads, t, hs], att, y, ln2's norm and rstd, m, act), then the final norm's two. Work
+  ;; regions: d4 [rows, hid], dm, dt [rows, c], dqkv [rows, 3c], wt and gws (a weight's size),
+  ;; and per head vt [hs, t], datt [t, t], doh, dqh, dkh, dvh [t, hs] (sgemm.py's backward_layout).
+  (func (export "backward") (param $w i32) (param $g i32) (param $dx i32) (param $rows i32) (param $t i32) (param $c i32)
+        (param $heads i32) (param $layers i32) (param $hid i32) (param $root f32) (param $table i32)
+        (param $d4 i32) (param $dm i32) (param $dt i32) (param $dqkv i32) (param $wt i32) (param $gws i32)
+        (param $vt i32) (param $datt i32) (param $doh i32) (param $dqh i32) (param $dkh i32) (param $dvh i32)
+    (local $l i32) (local $size i32) (local $wl i32) (local $gl i32) (local $tb i32) (local $c4 i32) (local $cc i32)
+    (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))
+    (local.set $cc (i32.mul (local.get $c) (local.get $c)))
+    ;; bytes per layer of parameters: ln1 2c, qkv 3c² + 3c, proj c² + c, ln2 2c, fc c·hid + hid, out hid·c + c
+    (local.set $size (i32.shl (i32.add (i32.add (i32.shl (local.get $cc) (i32.const 2)) (i32.mul (local.get $c) (i32.const 9)))
+                                       (i32.add (i32.shl (i32.mul (local.get $c) (local.get $hid)) (i32.const 1)) (local.get $hid)))
+                              (i32.const 2)))
+    ;; the final norm: dx <- its backward, its parameters' gradients after the layers'
+    (local.set $tb (i32.add (local.get $table) (i32.mul (local.get $layers) (i32.const 48))))
+    (local.set $wl (i32.add (local.get $w) (i32.mul (local.get $layers) (local.get $size))))
+    (local.set $gl (i32.add (local.get $g) (i32.mul (local.get $layers) (local.get $size))))
+    (call $lnback (local.get $dx) (i32.load (local.get $tb)) (i32.load offset=4 (local.get $tb)) (local.get $wl)
+                  (local.get $rows) (local.get $c) (local.get $dt) (local.get $gl) (i32.add (local.get $gl) (local.get $c4)))
+    (memory.copy (local.get $dx) (local.get $dt) (i32.mul (local.get $rows) (local.get $c4)))
+    (local.set $l (local.get $layers))
+    (block $done (loop $layer
+      (br_if $done (i32.le_s (local.get $l) (i32.const 0)))
+      (local.set $l (i32.sub (local.get $l) (i32.const 1)))
+      (local.set $tb (i32.add (local.get $table) (i32.mul (local.get $l) (i32.const 48))))
+      (local.set $wl (i32.add (local.get $w) (i32.mul (local.get $l) (local.get $size))))
+      (local.set $gl (i32.add (local.get $g) (i32.mul (local.get $l) (local.get $size))))
+      ;; out: d4 = dx @ Wout^T; Wout's and bout's gradients (Wout at 8c + 4c² + c·hid + hid floats)
+      (call $linback (local.get $dx) (i32.load offset=44 (local.get $tb)) (local.get $rows) (local.get $hid) (local.get $c)
+                     (i32.add (local.get $wl) (i32.shl (i32.add (i32.add (i32.shl (local.get $c) (i32.const 3)) (i32.shl (local.get $cc) (i32.const 2)))
+                                                                (i32.add (i32.mul (local.get $c) (local.get $hid)) (local.get $hid))) (i32.const 2)))
+                     (i32.add (local.get $gl) (i32.shl (i32.add (i32.add (i32.shl (local.get $c) (i32.const 3)) (i32.shl (local.get $cc) (i32.const 2)))
+                                                                (i32.add (i32.mul (local.get $c) (local.get $hid)) (local.get $hid))) (i32.const 2)))
+                     (local.get $d4) (local.get $wt) (local.get $gws))
+      (call $reluback (local.get $d4) (i32.load offset=44 (local.get $tb)) (i32.mul (local.get $rows) (local.get $hid)))
+      ;; fc: dm = d4 @ Wfc^T (Wfc at 8c + 4c²)
+      (call $linback (local.get $d4) (i32.load offset=40 (local.get $tb)) (local.get $rows) (local.get $c) (local.get $hid)
+                     (i32.add (local.get $wl) (i32.shl (i32.add (i32.shl (local.get $c) (i32.const 3)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2)))
+                     (i32.add (local.get $gl) (i32.shl (i32.add (i32.shl (local.get $c) (i32.const 3)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2)))
+                     (local.get $dm) (local.get $wt) (local.get $gws))
+      ;; ln2 (at 6c + 4c²): dx += its backward
+      (call $lnback (local.get $dm) (i32.load offset=32 (local.get $tb)) (i32.load offset=36 (local.get $tb))
+                    (i32.add (local.get $wl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 6)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2)))
+                    (local.get $rows) (local.get $c) (local.get $dt)
+                    (i32.add (local.get $gl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 6)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2)))
+                    (i32.add (local.get $gl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 7)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2))))
+      (call $add (local.get $dx) (local.get $dt) (i32.mul (local.get $rows) (local.get $c)))
+      ;; proj (at 5c + 3c²): dm = dx @ Wproj^T, the gradient of attention's output y
+      (call $linback (local.get $dx) (i32.load offset=28 (local.get $tb)) (local.get $rows) (local.get $c) (local.get $c)
+                     (i32.add (local.get $wl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 5)) (i32.mul (local.get $cc) (i32.const 3))) (i32.const 2)))
+                     (i32.add (local.get $gl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 5)) (i32.mul (local.get $cc) (i32.const 3))) (i32.const 2)))
+                     (local.get $dm) (local.get $wt) (local.get $gws))
+      (call $attnback (local.get $dm) (local.get $dqkv) (i32.load offset=12 (local.get $tb)) (i32.load offset=16 (local.get $tb))
+                      (i32.load offset=20 (local.get $tb)) (i32.load offset=24 (local.get $tb)) (local.get $rows) (local.get $t)
+                      (local.get $c) (local.get $heads) (local.get $root) (local.get $vt) (local.get $datt) (local.get $doh)
+                      (local.get $dqh) (local.get $dkh) (local.get $dvh))
+      ;; qkv (at 2c): dm = dqkv @ Wqkv^T
+      (call $linback (local.get $dqkv) (i32.load offset=8 (local.get $tb)) (local.get $rows) (local.get $c)
+                     (i32.mul (local.get $c) (i32.const 3))
+                     (i32.add (local.get $wl) (i32.shl (local.get $c) (i32.const 3)))
+                     (i32.add (local.get $gl) (i32.shl (local.get $c) (i32.const 3)))
+                     (local.get $dm) (local.get $wt) (local.get $gws))
+      ;; ln1 (at 0): dx += its backward
+      (call $lnback (local.get $dm) (i32.load (local.get $tb)) (i32.load offset=4 (local.get $tb)) (local.get $wl)
+                    (local.get $rows) (local.get $c) (local.get $dt) (local.get $gl) (i32.add (local.get $gl) (local.get $c4)))
+      (call $add (local.get $dx) (local.get $dt) (i32.mul (local.get $rows) (local.get $c)))
+      (br $layer))))
+
+  ;; gpt.linear_backward for out = x @ W + b, x [rows, nin], W [nin, nout] at $wp, the
+  ;; gradient dout [rows, nout]: dx = dout @ W^T (W copied transposed to wt), W's gradient
+  ;; x^T @ dout (to scratch gws, then copied: the product writes past its last row, which
+  ;; here is the next parameter's gradient) at $gp, and b's, the column sums of dout, after it.
+  (func $linback (param $dout i32) (param $x i32) (param $rows i32) (param $nin i32) (param $nout i32)
+        (param $wp i32) (param $gp i32) (param $dx i32) (param $wt i32) (param $gws i32)
+    (local $i i32) (local $j i32) (local $r i32) (local $s f32) (local $p i32)
+    (local.set $i (i32.const 0))
+    (block $t_done (loop $trans  ;; wt[j, i] = W[i, j]
+      (br_if $t_done (i32.ge_s (local.get $i) (local.get $nin)))
+      (local.set $j (i32.const 0))
+      (block $tj_done (loop $tj
+        (br_if $tj_done (i32.ge_s (local.get $j) (local.get $nout)))
+        (f32.store (i32.add (local.get $wt) (i32.shl (i32.add (i32.mul (local.get $j) (local.get $nin)) (local.get $i)) (i32.const 2)))
+                   (f32.load (i32.add (local.get $wp) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $nout)) (local.get $j)) (i32.const 2)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $tj)))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $trans)))
+    (call $product (local.get $dout) (local.get $wt) (local.get $dx) (local.get $rows) (local.get $nout) (local.get $nin)
+                   (i32.shl (local.get $nout) (i32.const 2)) (i32.const 4))
+    (call $product (local.get $x) (local.get $dout) (local.get $gws) (local.get $nin) (local.get $rows) (local.get $nout)
+                   (i32.const 4) (i32.shl (local.get $nin) (i32.const 2)))
+    (memory.copy (local.get $gp) (local.get $gws) (i32.shl (i32.mul (local.get $nin) (local.get $nout)) (i32.const 2)))
+    (local.set $gp (i32.add (local.get $gp) (i32.shl (i32.mul (local.get $nin) (local.get $nout)) (i32.const 2))))
+    (local.set $j (i32.const 0))
+    (block $b_done (loop $bias_cols  ;; b's gradient: the column sums of dout
+      (br_if $b_done (i32.ge_s (local.get $j) (local.get $nout)))
+      (local.set $s (f32.const 0))
+      (local.set $p (i32.add (local.get $dout) (i32.shl (local.get $j) (i32.const 2))))
+      (local.set $r (i32.const 0))
+      (block $r_done (loop $rsum
+        (br_if $r_done (i32.ge_s (local.get $r) (local.get $rows)))
+        (local.set $s (f32.add (local.get $s) (f32.load (local.get $p))))
+        (local.set $p (i32.add (local.get $p) (i32.shl (local.get $nout) (i32.const 2))))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rsum)))
+      (f32.store (i32.add (local.get $gp) (i32.shl (local.get $j) (i32.const 2))) (local.get $s))
+      (local.set $j (i32.add (local.get $j) (i32.const 1)))
+      (br $bias_cols))))
+
+  ;; d[i] = 0 where act[i] is not positive (gpt.relu_backward: the mask act > 0).
+  (func $reluback (param $d i32) (param $act i32) (param $n i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $d) (i32.shl (local.get $n) (i32.const 2))))
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $d) (local.get $end)))
+      (if (i32.eqz (f32.gt (f32.load (local.get $act)) (f32.const 0))) (then (f32.store (local.get $d) (f32.const 0))))
+      (local.set $d (i32.add (local.get $d) (i32.const 4)))
+      (local.set $act (i32.add (local.get $act) (i32.const 4)))
+      (br $each))))
+
+  ;; gpt.layernorm_backward: dx = rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)),
+  ;; dnorm = dout * w, per row; w's gradient (at $gw) the column sums of dout * norm, b's (at
+  ;; $gb) of dout.
+  (func $lnback (param $dout i32) (param $norm i32) (param $rstd i32) (param $w i32) (param $rows i32) (param $c i32)
+        (param $dx i32) (param $gw i32) (param $gb i32)
+    (local $r i32) (local $j i32) (local $p i32) (local $m1 f32) (local $m2 f32) (local $dn f32) (local $cf f32)
+    (local $o i32) (local $nr i32) (local $xr i32)
+    (local.set $cf (f32.convert_i32_s (local.get $c)))
+    (memory.fill (local.get $gw) (i32.const 0) (i32.shl (local.get $c) (i32.const 2)))
+    (memory.fill (local.get $gb) (i32.const 0) (i32.shl (local.get $c) (i32.const 2)))
+    (local.set $r (i32.const 0))
+    (block $done (loop $row
+      (br_if $done (i32.ge_s (local.get $r) (local.get $rows)))
+      (local.set $o (i32.add (local.get $dout) (i32.shl (i32.mul (local.get $r) (local.get $c)) (i32.const 2))))
+      (local.set $nr (i32.add (local.get $norm) (i32.shl (i32.mul (local.get $r) (local.get $c)) (i32.const 2))))
+      (local.set $xr (i32.add (local.get $dx) (i32.shl (i32.mul (local.get $r) (local.get $c)) (i32.const 2))))
+      (local.set $m1 (f32.const 0)) (local.set $m2 (f32.const 0))
+      (local.set $j (i32.const 0))
+      (block $sums_done (loop $sums
+        (br_if $sums_done (i32.ge_s (local.get $j) (local.get $c)))
+        (local.set $p (i32.shl (local.get $j) (i32.const 2)))
+        (local.set $dn (f32.mul (f32.load (i32.add (local.get $o) (local.get $p))) (f32.load (i32.add (local.get $w) (local.get $p)))))
+        (local.set $m1 (f32.add (local.get $m1) (local.get $dn)))
+        (local.set $m2 (f32.add (local.get $m2) (f32.mul (local.get $dn) (f32.load (i32.add (local.get $nr) (local.get $p))))))
+        (f32.store (i32.add (local.get $gw) (local.get $p))
+                   (f32.add (f32.load (i32.add (local.get $gw) (local.get $p)))
+                            (f32.mul (f32.load (i32.add (local.get $o) (local.get $p))) (f32.load (i32.add (local.get $nr) (local.get $p))))))
+        (f32.store (i32.add (local.get $gb) (local.get $p))
+                   (f32.add (f32.load (i32.add (local.get $gb) (local.get $p))) (f32.load (i32.add (local.get $o) (local.get $p)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $sums)))
+      (local.set $m1 (f32.div (local.get $m1) (local.get $cf)))
+      (local.set $m2 (f32.div (local.get $m2) (local.get $cf)))
+      (local.set $j (i32.const 0))
+      (block $dx_done (loop $dxl
+        (br_if $dx_done (i32.ge_s (local.get $j) (local.get $c)))
+        (local.set $p (i32.shl (local.get $j) (i32.const 2)))
+        (local.set $dn (f32.mul (f32.load (i32.add (local.get $o) (local.get $p))) (f32.load (i32.add (local.get $w) (local.get $p)))))
+        (f32.store (i32.add (local.get $xr) (local.get $p))
+          (f32.mul (f32.load (i32.add (local.get $rstd) (i32.shl (local.get $r) (i32.const 2))))
+                   (f32.sub (f32.sub (local.get $dn) (local.get $m1))
+                            (f32.mul (f32.load (i32.add (local.get $nr) (local.get $p))) (local.get $m2)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $dxl)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $row))))
+
+  ;; gpt.attention_backward for each sequence and head (t queries over t keys): from the
+  ;; gradient of attention's output dy [rows, c] (the head's columns, copied to doh [t, hs]),
+  ;; q, k, v [sequences, heads, t, hs] and att [sequences, heads, t, t]: datt = doh @ v^T,
+  ;; dv = att^T @ doh, dscores = att * (datt - rowsum(datt * att)) / root, dq = dscores @ k,
+  ;; dk = dscores^T @ q, written into the head's columns of dqkv [rows, 3c] (q, k, v thirds).
+  (func $attnback (param $dy i32) (param $dqkv i32) (param $q i32) (param $k i32) (param $v i32) (param $att i32)
+        (param $rows i32) (param $t i32) (param $c i32) (param $heads i32) (param $root f32)
+        (param $vt i32) (param $datt i32) (param $doh i32) (param $dqh i32) (param $dkh i32) (param $dvh i32)
+    (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $j i32) (local $item i32)
+    (local $qh i32) (local $kh i32) (local $vh i32) (local $ah i32) (local $row i32) (local $arow i32) (local $sum f32)
+    (local $t4 i32) (local $hs4 i32) (local $out i32)
+    (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
+    (local.set $t4 (i32.shl (local.get $t) (i32.const 2)))
+    (local.set $hs4 (i32.shl (local.get $hs) (i32.const 2)))
+    (local.set $s (i32.const 0))
+    (block $seqs_done (loop $seqs
+      (br_if $seqs_done (i32.ge_s (local.get $s) (local.get $rows)))
+      (local.set $hd (i32.const 0))
+      (block $heads_done (loop $head
+        (br_if $heads_done (i32.ge_s (local.get $hd) (local.get $heads)))
+        (local.set $item (i32.add (i32.mul (i32.div_u (local.get $s) (local.get $t)) (local.get $heads)) (local.get $hd)))
+        (local.set $qh (i32.add (local.get $q) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $hs4)))))
+        (local.set $kh (i32.add (local.get $k) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $hs4)))))
+        (local.set $vh (i32.add (local.get $v) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $hs4)))))
+        (local.set $ah (i32.add (local.get $att) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $t4)))))
+        (local.set $i (i32.const 0))
+        (block $in_done (loop $in  ;; doh[i] = dy[s + i, head's columns]; vt[d, i] = v[i, d]
+          (br_if $in_done (i32.ge_s (local.get $i) (local.get $t)))
+          (memory.copy (i32.add (local.get $doh) (i32.mul (local.get $i) (local.get $hs4)))
+                       (i32.add (local.get $dy) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (local.get $c))
+                                                                  (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2)))
+                       (local.get $hs4))
+          (local.set $d (i32.const 0))
+          (block $d_done (loop $dl
+            (br_if $d_done (i32.ge_s (local.get $d) (local.get $hs)))
+            (f32.store (i32.add (local.get $vt) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $t)) (local.get $i)) (i32.const 2)))
+                       (f32.load (i32.add (local.get $vh) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))))
+            (local.set $d (i32.add (local.get $d) (i32.const 1)))
+            (br $dl)))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $in)))
+        (call $product (local.get $doh) (local.get $vt) (local.get $datt) (local.get $t) (local.get $hs) (local.get $t)
+                       (local.get $hs4) (i32.const 4))  ;; datt [t, t]
+        (call $product (local.get $ah) (local.get $doh) (local.get $dvh) (local.get $t) (local.get $t) (local.get $hs)
+                       (i32.const 4) (local.get $t4))  ;; dv = att^T @ doh
+        (local.set $i (i32.const 0))
+        (block $rows_done (loop $rowsl  ;; datt -> dscores
+          (br_if $rows_done (i32.ge_s (local.get $i) (local.get $t)))
+          (local.set $row (i32.add (local.get $datt) (i32.mul (local.get $i) (local.get $t4))))
+          (local.set $arow (i32.add (local.get $ah) (i32.mul (local.get $i) (local.get $t4))))
+          (local.set $sum (f32.const 0))
+          (local.set $j (i32.const 0))
+          (block $dot_done (loop $dot
+            (br_if $dot_done (i32.ge_s (local.get $j) (local.get $t4)))
+            (local.set $sum (f32.add (local.get $sum) (f32.mul (f32.load (i32.add (local.get $row) (local.get $j)))
+                                                               (f32.load (i32.add (local.get $arow) (local.get $j))))))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $dot)))
+          (local.set $j (i32.const 0))
+          (block $ds_done (loop $ds
+            (br_if $ds_done (i32.ge_s (local.get $j) (local.get $t4)))
+            (f32.store (i32.add (local.get $row) (local.get $j))
+              (f32.div (f32.mul (f32.load (i32.add (local.get $arow) (local.get $j)))
+                                (f32.sub (f32.load (i32.add (local.get $row) (local.get $j))) (local.get $sum)))
+                       (local.get $root)))
+            (local.set $j (i32.add (local.get $j) (i32.const 4)))
+            (br $ds)))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $rowsl)))
+        (call $product (local.get $datt) (local.get $kh) (local.get $dqh) (local.get $t) (local.get $t) (local.get $hs)
+                       (local.get $t4) (i32.const 4))  ;; dq = dscores @ k
+        (call $product (local.get $datt) (local.get $qh) (local.get $dkh) (local.get $t) (local.get $t) (local.get $hs)
+                       (i32.const 4) (local.get $t4))  ;; dk = dscores^T @ q
+        (local.set $i (i32.const 0))
+        (block $out_done (loop $outl  ;; the head's columns of dqkv, row by row
+          (br_if $out_done (i32.ge_s (local.get $i) (local.get $t)))
+          (local.set $out (i32.add (local.get $dqkv) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (i32.mul (local.get $c) (i32.const 3)))
+                                                                     (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
+          (memory.copy (local.get $out) (i32.add (local.get $dqh) (i32.mul (local.get $i) (local.get $hs4))) (local.get $hs4))
+          (memory.copy (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 2)))
+                       (i32.add (local.get $dkh) (i32.mul (local.get $i) (local.get $hs4))) (local.get $hs4))
+          (memory.copy (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 3)))
+                       (i32.add (local.get $dvh) (i32.mul (local.get $i) (local.get $hs4))) (local.get $hs4))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $outl)))
+        (local.set $hd (i32.add (local.get $hd) (i32.const 1)))
+        (br $head)))
+      (local.set $s (i32.add (local.get $s) (local.get $t)))
+      (br $seqs))))
 )
