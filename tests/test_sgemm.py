@@ -130,34 +130,7 @@ def test_a_browser_without_webassembly_simd_keeps_einsum(monkeypatch):
     assert sgemm.FAILURE == "CompileError: invalid opcode 0xfd (SIMD)"
 
 
-# ---- the softmax that follows attention's product, and a loss's exponentials ------------
-
-def ref_softmax(scores: np.ndarray, offset: int) -> np.ndarray:
-    """float64 causal softmax over the last axis: query i sees keys j <= i + offset."""
-    tq, tk = scores.shape[-2:]
-    hidden = np.arange(tk)[None, :] > np.arange(tq)[:, None] + offset
-    s = np.where(hidden, -np.inf, scores)
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
-@settings(max_examples=40, deadline=None)
-@given(batch=st.integers(1, 3), heads=st.integers(1, 3), tq=st.integers(1, 12), hs=st.integers(1, 9),
-       past=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
-def test_attention_weights_are_a_float64_causal_softmax(batch, heads, tq, hs, past, seed):
-    """Rows of any length (the SIMD body and its tail), a cache of `past` keys before the
-    queries: future keys weigh exactly 0, the rest are float64's within float32 rounding."""
-    rng = np.random.default_rng(seed)
-    tk = past + tq
-    q = rng.standard_normal((batch, heads, tq, hs)).astype(np.float32)
-    k = rng.standard_normal((batch, heads, tk, hs)).astype(np.float32)
-    scale = 1 / np.sqrt(hs)
-    got = kernel().attention_weights(q, np.ascontiguousarray(k.swapaxes(-1, -2)), scale, past)
-    ref = ref_softmax(q.astype(np.float64) @ k.swapaxes(-1, -2) * scale, past)
-    assert got.shape == ref.shape and got.dtype == np.float32
-    assert np.all(got[ref == 0] == 0)
-    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-7)
-
+# ---- the softmax (attention's, inside the forward) and a loss's exponentials ---------------
 
 def test_the_exponential_is_within_one_ulp_and_flushes_below_the_normal_range():
     """e^v for v from -90 to 0 (rows [v, 0]: the max is 0, so the first entry is e^v): within

@@ -136,20 +136,6 @@ def mm_tn(a, b):
     return np.einsum("km,nm->kn", np.ascontiguousarray(a.T), np.ascontiguousarray(b.T))  # dot: M is long
 
 
-def _batched(a, b) -> bool:
-    return a.size * b.shape[-1] >= KERNEL_MACS and _kernel_takes(a, b) and a.shape[:-2] == b.shape[:-2]
-
-
-def bmm(a, b):
-    """a [..., M, K] @ b [..., K, N], per leading index: attention's per-head products."""
-    return KERNEL.nn(a, b) if _batched(a, b) else a @ b
-
-
-def bmm_tn(a, b):
-    """a [..., S, M].T @ b [..., S, N] -> [..., M, N]."""
-    return KERNEL.tn(a, b) if _batched(a, b) else a.swapaxes(-1, -2) @ b
-
-
 # ---- layers: forward(...) -> (out, cache), backward(dout, cache) -> grads --------------
 
 # Reductions call the ufunc's reduce directly: ndarray.sum/max/mean go through Python-level
@@ -215,26 +201,22 @@ def causal_mask(tq: int, tk: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
 def attention(q, k, v, causal_offset=0):
     """q: [B, H, Tq, hs], k, v: [B, H, Tk, hs]; query i sees keys <= i + causal_offset."""
     tq, tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
-    kt = k.swapaxes(-1, -2)  # [B, H, hs, Tk]
-    if _batched(q, kt):  # the kernel's product, mask and softmax in one call: [B, H, Tq, Tk]
-        att = KERNEL.attention_weights(q, kt, 1.0 / np.sqrt(hs), causal_offset)
-        return bmm(att, v), (q, k, v, att)
-    scores = q @ kt  # [B, H, Tq, Tk]
+    scores = q @ k.swapaxes(-1, -2)  # [B, H, Tq, Tk]
     scores *= 1.0 / np.sqrt(hs)
     mask, seen = causal_mask(tq, tk, causal_offset)
     scores += mask  # -inf above the diagonal
     scores -= _max(scores)
     att = np.exp(scores, out=np.zeros(scores.shape, scores.dtype), where=seen)  # exp(-inf) = 0 is not computed
     att /= _sum(att)  # softmax over keys
-    return bmm(att, v), (q, k, v, att)  # [B, H, Tq, hs]
+    return att @ v, (q, k, v, att)  # [B, H, Tq, hs]
 
 
 def attention_backward(dout, cache):
     q, k, v, att = cache
-    datt = bmm(dout, v.swapaxes(-1, -2))  # [B, H, Tq, Tk]
-    dv = bmm_tn(att, dout)
+    datt = dout @ v.swapaxes(-1, -2)  # [B, H, Tq, Tk]
+    dv = att.swapaxes(-1, -2) @ dout
     dscores = att * (datt - _sum(datt * att)) / np.sqrt(q.shape[-1]).astype(q.dtype)
-    return bmm(dscores, k), bmm_tn(dscores, q), dv
+    return dscores @ k, dscores.swapaxes(-1, -2) @ q, dv
 
 
 def split_heads(x, heads):  # [B, T, C] -> [B, H, T, C/H]

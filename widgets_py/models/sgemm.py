@@ -5,10 +5,9 @@ row loops, see gpt.py) reach about 4 GFLOP/s here. `sgemm.wat` computes C = A @ 
 of 4 rows × 8 columns held in eight f32x4 registers, about 4× faster at the mini-GPT's shapes
 (benchmarks/training.py measures both in the same run). It runs in a memory of its own: a
 product copies A and B in and C out, at memcpy speed, a small part of the product's time.
-Attention's scores are soft-maxed there before they are copied out (`attention_weights`),
-and a loss's exponentials come from the same code (`exp_rows`): numpy's float32 exp is its
-slowest element-wise operation in Pyodide (about 18 ns an element), the kernel's four lanes
-at a time within one ulp. The softmax's max and division are numpy's to the bit; the
+Attention's scores are soft-maxed there, and a loss's exponentials come from the same code
+(`exp_rows`): numpy's float32 exp is its slowest element-wise operation in Pyodide (about
+18 ns an element), the kernel's four lanes at a time within one ulp. The softmax's max and division are numpy's to the bit; the
 exponential and the order of the sum differ in the last bits. A forward pass runs every
 block in one call (`forward`, `extend` with a KV cache, `forward_kept` for training, which
 keeps the backward's inputs), and so does training's backward through the blocks
@@ -144,25 +143,16 @@ class Kernel:
         n = b.shape[-1]
         return self._product(a, b, batch, m, k, n, 4, 4 * m)  # A's row i is a's column i
 
-    def attention_weights(self, q: np.ndarray, kt: np.ndarray, scale: float, offset: int) -> np.ndarray:
-        """softmax(q @ kt · scale) over keys, query i seeing keys j <= i + offset:
-        q [..., Tq, hs], kt [..., hs, Tk] -> [..., Tq, Tk], the scores never leaving the kernel."""
-        *batch, m, k = q.shape
-        return self._product(q, kt, batch, m, k, kt.shape[-1], 4 * k, 4, softmax=(scale, offset))
-
-    def _product(self, a, b, batch, m, k, n, row_bytes, step_bytes, softmax=None):
+    def _product(self, a, b, batch, m, k, n, row_bytes, step_bytes):
         if b.shape[:-2] != tuple(batch) or b.shape[-2] != k:
             raise ValueError(f"shapes {a.shape} and {b.shape} do not multiply")
         _float32(a, b)
         count = math.prod(batch)  # not np.prod: numpy's Python-level wrappers cost more in Pyodide
         ob, oc, end = layout(m, k, n, count)
-        self.host.reserve(end + 2 * count * m)  # after the slack: the softmax's max and sum per row
+        self.host.reserve(end)
         self.host.write(0, a if a.flags.c_contiguous else np.ascontiguousarray(a))
         self.host.write(ob, b if b.flags.c_contiguous else np.ascontiguousarray(b))
         self.host.sgemm(0, 4 * ob, 4 * oc, m, k, n, row_bytes, step_bytes, count)
-        if softmax is not None:
-            scale, offset = softmax
-            self.host.softmax(4 * oc, count * m, n, m, offset, scale, 1, 4 * end)
         out = np.empty((*batch, m, n), np.float32)
         self.host.read(oc, out)
         return out
