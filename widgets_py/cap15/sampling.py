@@ -42,8 +42,9 @@ def penalised(logits: np.ndarray, seen: np.ndarray, penalty: float) -> np.ndarra
     divide a positive logit by the penalty, multiply a negative one."""
     z = logits.astype(np.float64)  # [V], a copy
     if penalty != 1.0 and len(seen):
-        s = np.unique(seen)
-        z[s] = np.where(z[s] < 0, z[s] * penalty, z[s] / penalty)
+        hit = np.zeros(z.shape, bool)
+        hit[seen] = True  # each distinct token once, however often it occurred
+        z = np.where(hit, np.where(z < 0, z * penalty, z / penalty), z)
     return z
 
 
@@ -59,11 +60,11 @@ def nucleus(s: np.ndarray, alive: np.ndarray, top_p: float) -> np.ndarray:
     by a stable ascending sort of the scores: among equal scores the higher token id
     counts as more likely.
     """
-    order = np.argsort(np.where(alive, s, -np.inf), kind="stable")[::-1]  # [V] most likely first
+    order = np.where(alive, s, -np.inf).argsort(kind="stable")[::-1]  # [V] most likely first
     q = np.where(alive, np.exp(s), 0.0)[order]  # [V] survivors' weights, sorted
-    cum = np.cumsum(q / q.sum())  # [V] mass up to and including rank r
-    n = 1 + int(np.searchsorted(cum, top_p - TOP_P_TOL))  # ranks whose predecessors hold < top_p
-    keep = np.zeros_like(alive)
+    cum = (q / np.add.reduce(q)).cumsum()  # [V] mass up to and including rank r
+    n = 1 + int(cum.searchsorted(top_p - TOP_P_TOL))  # ranks whose predecessors hold < top_p
+    keep = np.zeros(alive.shape, bool)
     keep[order[:n]] = True
     return keep & alive
 
@@ -72,7 +73,9 @@ def shape(logits: np.ndarray, seen: np.ndarray, temperature: float, top_k: int, 
           min_p: float, penalty: float) -> tuple[np.ndarray, np.ndarray]:
     """(distribution after penalty and temperature, mask of the tokens that can be drawn).
 
-    Sampling draws from the distribution restricted to the mask and renormalised.
+    Sampling draws from the distribution restricted to the mask and renormalised. It runs
+    once per generated character, so reductions and sorts are the ufuncs' and arrays' own
+    methods: numpy's module-level wrappers cost more than the work in Pyodide (same bits).
     """
     z = penalised(logits, seen, penalty)  # [V] 1. repetition penalty, on the raw logits
     if temperature == 0:  # greedy (HF do_sample=False): the argmax, the first one on ties
@@ -83,9 +86,9 @@ def shape(logits: np.ndarray, seen: np.ndarray, temperature: float, top_k: int, 
     # temperature gives 0 for the maximum and -inf for the rest, never inf - inf = NaN;
     # as T -> 0 this is greedy (uniform over exactly tied maxima).
     with np.errstate(over="ignore"):  # a tiny T sends the non-maxima to -inf: intended
-        s = (z - z.max()) / temperature  # [V]
+        s = (z - np.maximum.reduce(z)) / temperature  # [V]
     p = np.exp(s)
-    p /= p.sum()  # [V] tempered distribution
+    p /= np.add.reduce(p)  # [V] tempered distribution
     keep = np.ones(z.shape, dtype=bool)
     if top_k:  # 3. HF TopKLogitsWarper: every score >= the k-th largest, so ties at the k-th stay
         k = min(max(int(top_k), 1), len(s))
@@ -94,7 +97,7 @@ def shape(logits: np.ndarray, seen: np.ndarray, temperature: float, top_k: int, 
         keep = nucleus(s, keep, top_p)
     if min_p > 0:  # 5. HF MinPLogitsWarper: relative to the largest renormalised survivor
         q = np.where(keep, p, 0.0)
-        q /= q.sum()
+        q /= np.add.reduce(q)
         best = np.argmax(q)
         keep &= q >= min_p * q[best]
         keep[best] = True  # min_tokens_to_keep = 1
