@@ -1,18 +1,19 @@
-"""float32 matrix products by a WebAssembly SIMD kernel, for numpy in Pyodide.
+"""The mini-GPT's float32 work in a WebAssembly SIMD kernel, for numpy in Pyodide.
 
 Pyodide's numpy has no BLAS and is compiled without SIMD: its fastest products (einsum's
 row loops, see gpt.py) reach about 4 GFLOP/s here. `sgemm.wat` computes C = A @ B in blocks
 of 4 rows × 8 columns held in eight f32x4 registers, about 4× faster at the mini-GPT's shapes
 (benchmarks/training.py measures both in the same run). It runs in a memory of its own: a
-product copies A and B in and C out, at memcpy speed, a small part of the product's time.
-Attention's scores are soft-maxed there, and a loss's exponentials come from the same code
-(`exp_rows`): numpy's float32 exp is its slowest element-wise operation in Pyodide (about
-18 ns an element), the kernel's four lanes at a time within one ulp. The softmax's max and division are numpy's to the bit; the
-exponential and the order of the sum differ in the last bits. A forward pass runs every
-block in one call (`forward`, `extend` with a KV cache, `forward_kept` for training, which
-keeps the backward's inputs), and so does training's backward through the blocks
-(`backward`): numpy's cost per call in Pyodide (tens of microseconds, some forty calls a
-block) outweighs this model's arithmetic.
+call copies its operands in and its results out, at memcpy speed, a small part of its time.
+
+Numpy's cost per call in Pyodide (tens of microseconds, some forty calls a block) outweighs
+this model's arithmetic, so whole passes run in one call: `forward` (every block and the
+final norm), `extend` (the same after a KV cache), `forward_kept` (training's, keeping the
+backward's inputs) and `backward` (every block's gradients). A loss's exponentials come from
+the same code (`exp_rows`): numpy's float32 exp is its slowest element-wise operation in
+Pyodide (about 18 ns an element), the kernel's four lanes at a time within one ulp. The
+softmax's max and division are numpy's to the bit; the exponential and the order of each
+sum differ in the last bits.
 
 The kernel is the committed `sgemm.wasm`, assembled from `sgemm.wat` (`python -m
 widgets_py.models.sgemm` re-assembles it; tests/test_sgemm.py checks the two agree and runs
@@ -125,8 +126,9 @@ def backward_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: 
 
 
 class Kernel:
-    """C = A @ B on a host that holds the kernel's memory (the browser's, or wasmtime's).
-    Leading axes are a batch: one call multiplies every pair, as numpy's matmul does."""
+    """The kernel's calls on a host that holds its memory (the browser's, or wasmtime's):
+    products (leading axes a batch, one call for every pair, as numpy's matmul does), a
+    loss's exponentials, and the model's passes."""
 
     def __init__(self, host):
         self.host = host

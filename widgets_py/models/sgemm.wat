@@ -1,5 +1,6 @@
 (module
-  ;; float32 matrix products for numpy in Pyodide (see sgemm.py), in WebAssembly SIMD.
+  ;; The mini-GPT's float32 work for numpy in Pyodide (see sgemm.py), in WebAssembly SIMD: products,
+  ;; a row softmax and its exponential, and whole forward and backward passes.
   (memory (export "memory") 1)
 
   ;; `count` products one after the other, each item's A, B and C right after the previous
