@@ -1,6 +1,8 @@
-"""The WebAssembly SIMD matmul kernel the browser multiplies with (widgets_py/models/sgemm):
-the committed binary is its source assembled, and its products are float64's within
-float32 rounding, at every shape (odd rows and columns, one of each) and in both layouts."""
+"""The WebAssembly SIMD kernel the browser runs the mini-GPT with (widgets_py/models/sgemm):
+the committed binary is its source assembled; its products are float64's within float32
+rounding, at every shape (odd rows and columns, one of each) and in both layouts; its
+exponential is within an ulp; and its whole passes (the forward, after a KV cache, for
+training, and the backward) are numpy's layers in float64 within rounding."""
 
 from __future__ import annotations
 
