@@ -26,7 +26,7 @@ MODULES = {  # module -> (its file, the unit tests that own it)
     "sampling": ("widgets_py/cap15/sampling.py", ["tests/test_sampling.py"]),
     "quantize": ("widgets_py/cap15/quantize.py", ["tests/test_quantize.py"]),
     "numformats": ("widgets_py/models/numformats.py", ["tests/test_quantize.py"]),  # quantize's rounding
-    "sgemm": ("widgets_py/models/sgemm.py", ["tests/test_sgemm.py", "tests/test_gpt.py"]),  # the browser's products
+    "sgemm": ("widgets_py/models/sgemm.py", ["tests/test_sgemm.py", "tests/test_gpt.py"]),  # the browser's kernel (slow: hypothesis)
 }
 HELPERS = ["tests/conftest.py", "tests/wasm_host.py"]  # imported by the tests, never mutated
 KILLED = {"killed", "timeout"}  # a mutant that hangs is caught too (mutmut's own count)

@@ -383,3 +383,29 @@ def test_softmaxes_are_stable_row_by_row():
     _, loss, cache = gpt.forward(p, cfg, idx, targets)
     assert np.isfinite(loss) and loss == pytest.approx(ref_loss, rel=1e-3)
     assert all(np.isfinite(g).all() for g in gpt.backward(p, cfg, cache).values())
+
+
+def test_only_read_only_parameters_are_packed_once(rng):
+    """The kernel's packed weights are kept for a dict of read-only arrays (pretrained.load's,
+    shared by every widget) and rebuilt for writable ones: training updates them in place,
+    and a held-out loss during training must see the new values."""
+    cfg = gpt.GPTConfig(vocab=11, d=8, layers=2, heads=2, context=6)
+    p = gpt.init(cfg, 3)
+    before = gpt.packed(p, cfg)
+    p["h1.fc.w"] += 1.0  # an optimizer step, in place
+    after = gpt.packed(p, cfg)
+    assert not np.array_equal(before, after)
+    np.testing.assert_array_equal(after, np.concatenate([p[k].ravel() for k in gpt._packing(cfg.layers)]))
+    for v in p.values():
+        v.flags.writeable = False
+    assert gpt.packed(p, cfg) is gpt.packed(p, cfg)
+
+
+def test_pretrained_weights_cannot_be_changed_in_place():
+    """Every widget shares pretrained.load's arrays, and packed() keeps their vector: writing
+    into them is refused rather than silently stale."""
+    from widgets_py.models import pretrained
+
+    _, p, _ = pretrained.load("mini")
+    with pytest.raises(ValueError, match="read-only"):
+        p["h0.qkv.w"][0, 0] = 1.0

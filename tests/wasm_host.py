@@ -1,7 +1,9 @@
-"""The SIMD matmul kernel (widgets_py/models/sgemm.wasm) run natively by wasmtime, behind
-the same Kernel code the browser uses: tests exercise the product outside a browser."""
+"""The SIMD kernel (widgets_py/models/sgemm.wasm) run natively by wasmtime, behind the same
+Kernel code the browser uses: tests exercise its products and passes outside a browser."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
@@ -15,8 +17,9 @@ class WasmtimeHost:
     def __init__(self, wasm: bytes = sgemm.WASM.read_bytes(), fill: float = np.nan):
         self.store = wasmtime.Store()
         exports = wasmtime.Instance(self.store, wasmtime.Module(self.store.engine, wasm), []).exports(self.store)
-        self.memory, self._sgemm, self._softmax, self._forward, self._backward = (
-            exports[k] for k in ("memory", "sgemm", "softmax", "forward", "backward"))
+        self.memory = exports["memory"]
+        for name in sgemm.EXPORTS:  # the same functions the browser's host offers, bound to this store
+            setattr(self, name, functools.partial(exports[name], self.store))
         self.fill = np.float32(fill)  # what fresh memory holds: NaN shows any read of slack that leaks
         self._poison(0)
 
@@ -37,18 +40,6 @@ class WasmtimeHost:
 
     def read(self, at: int, out: np.ndarray) -> None:
         out[...] = np.frombuffer(self.memory.read(self.store, 4 * at, 4 * (at + out.size)), np.float32).reshape(out.shape)
-
-    def sgemm(self, *args: int) -> None:
-        self._sgemm(self.store, *args)
-
-    def softmax(self, *args) -> None:
-        self._softmax(self.store, *args)
-
-    def forward(self, *args) -> None:
-        self._forward(self.store, *args)
-
-    def backward(self, *args) -> None:
-        self._backward(self.store, *args)
 
 
 def kernel(**kw) -> sgemm.Kernel:

@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 WAT, WASM = HERE / "sgemm.wat", HERE / "sgemm.wasm"
 PAGE = 65536  # bytes in a WebAssembly memory page
 VIEWS = 256  # views of the kernel's memory kept (three per product shape)
+EXPORTS = ("sgemm", "softmax", "forward", "backward")  # sgemm.wat's functions, as a host offers them
 
 
 def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
@@ -50,21 +51,32 @@ def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
     return b, c, c + count * m * n + slack
 
 
-@lru_cache(maxsize=64)
-def forward_layout(rows: int, t: int, c: int, hidden: int, weights: int, past: int = 0, layers: int = 0) -> dict[str, int]:
-    """Offsets (in floats) of the forward's regions after the weights at 0 (sgemm.wat's
-    `forward`), each followed by slack as in `layout`, and where they end. With a cache of
-    `past` positions: its keys and values for `layers` layers (kvp), and the new ones (kvn)."""
-    n = past + t  # keys a query may see at most
-    slack = 3 * max(3 * c, hidden, n) + 8
-    sizes = {"x": rows * c, "a": rows * c, "qkv": rows * 3 * c, "y": rows * c, "h": rows * hidden,
-             "tmp": rows * c, "kt": c * n, "vs": n * c, "sc": t * n, "yo": t * c, "stats": 2 * t,
-             "kvp": layers * 2 * past * c, "kvn": layers * 2 * t * c}
-    at, out = weights + slack, {}
+def _slack(c: int, hidden: int, keys: int) -> int:
+    """Floats after each region of a pass: as in `layout`, 3 rows of the widest product + 8."""
+    return 3 * max(3 * c, hidden, keys) + 8
+
+
+def _place(sizes: dict, at: int, slack: int) -> tuple[dict, int]:
+    """Regions one after another from `at` (floats), each followed by slack: ({name: offset}, end)."""
+    out = {}
     for name, size in sizes.items():
         out[name] = at
         at += size + slack
-    return out | {"end": at}
+    return out, at
+
+
+@lru_cache(maxsize=64)
+def forward_layout(rows: int, t: int, c: int, hidden: int, weights: int, past: int = 0, layers: int = 0) -> dict[str, int]:
+    """Offsets (in floats) of the forward's regions after the weights at 0 (sgemm.wat's
+    `forward`), and where they end. With a cache of `past` positions: its keys and values
+    for `layers` layers (kvp), and the new ones (kvn)."""
+    n = past + t  # keys a query may see at most
+    sizes = {"x": rows * c, "a": rows * c, "qkv": rows * 3 * c, "y": rows * c, "h": rows * hidden,
+             "tmp": rows * c, "kt": c * n, "vs": n * c, "sc": t * n, "yo": t * c, "stats": 2 * t,
+             "kvp": layers * 2 * past * c, "kvn": layers * 2 * t * c}
+    slack = _slack(c, hidden, n)
+    out, end = _place(sizes, weights + slack, slack)
+    return out | {"end": end}
 
 
 TRAIN_KEPT = ("norm1", "rstd1", "a", "qkv", "att", "y", "norm2", "rstd2", "m", "act")  # per layer, sgemm.wat's table order
@@ -73,24 +85,18 @@ TRAIN_KEPT = ("norm1", "rstd1", "a", "qkv", "att", "y", "norm2", "rstd2", "m", "
 @lru_cache(maxsize=16)
 def train_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: int, start: int) -> tuple[tuple[dict, ...], dict, int]:
     """Where a training forward keeps the backward's inputs, from `start` (floats): per layer
-    (TRAIN_KEPT order) and the final norm's (norm, rstd), each region followed by slack as
-    in `layout`; and where they end. -> (per-layer {name: (offset, shape)}, final, end)."""
-    slack = 3 * max(3 * c, hidden, t) + 8
+    (TRAIN_KEPT order) and the final norm's (norm, rstd); and where they end.
+    -> (per-layer {name: (offset, shape)}, final, end)."""
     shapes = {"norm1": (rows, c), "rstd1": (rows, 1), "a": (rows, c), "qkv": (rows, 3 * c),
               "att": (rows // t, heads, t, t), "y": (rows, c), "norm2": (rows, c), "rstd2": (rows, 1),
               "m": (rows, c), "act": (rows, hidden)}
-    at, per_layer = start, []
+    final_shapes = {"norm": (rows, c), "rstd": (rows, 1)}
+    slack, at, per_layer = _slack(c, hidden, t), start, []
     for _ in range(layers):
-        regions = {}
-        for name in TRAIN_KEPT:
-            regions[name] = (at, shapes[name])
-            at += math.prod(shapes[name]) + slack
-        per_layer.append(regions)
-    final = {}
-    for name, shape in (("norm", (rows, c)), ("rstd", (rows, 1))):
-        final[name] = (at, shape)
-        at += math.prod(shape) + slack
-    return tuple(per_layer), final, at
+        regions, at = _place({name: math.prod(shapes[name]) for name in TRAIN_KEPT}, at, slack)
+        per_layer.append({name: (offset, shapes[name]) for name, offset in regions.items()})
+    final, at = _place({name: math.prod(shape) for name, shape in final_shapes.items()}, at, slack)
+    return tuple(per_layer), {name: (offset, final_shapes[name]) for name, offset in final.items()}, at
 
 
 BACKWARD_KEPT = ("norm1", "rstd1", "a", "q", "k", "v", "att", "y", "norm2", "rstd2", "m", "act")  # per layer, the table's order
@@ -100,29 +106,21 @@ BACKWARD_KEPT = ("norm1", "rstd1", "a", "q", "k", "v", "att", "y", "norm2", "rst
 def backward_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: int, weights: int) -> dict:
     """Offsets (in floats) of `backward`'s regions: the weights at 0, their gradients, dx, the
     work regions, then per layer the backward's inputs (BACKWARD_KEPT) and the final norm's
-    norm and rstd, the table of their addresses last; each region followed by slack."""
+    norm and rstd, the table of their addresses last."""
     hs = c // heads
-    slack = 3 * max(3 * c, hidden, t) + 8
     sizes = {"g": weights, "dx": rows * c, "d4": rows * hidden, "dm": rows * c, "dt": rows * c, "dqkv": rows * 3 * c,
              "wt": max(c * hidden, 3 * c * c), "gws": max(c * hidden, 3 * c * c), "vt": hs * t, "datt": t * t,
              "doh": t * hs, "dqh": t * hs, "dkh": t * hs, "dvh": t * hs}
-    at, out = weights + slack, {}
-    for name, size in sizes.items():
-        out[name] = at
-        at += size + slack
     per_row = {"norm1": c, "rstd1": 1, "a": c, "q": c, "k": c, "v": c, "att": heads * t, "y": c, "norm2": c,
                "rstd2": 1, "m": c, "act": hidden}
+    slack = _slack(c, hidden, t)
+    out, at = _place(sizes, weights + slack, slack)
     out["layers"] = []
     for _ in range(layers):
-        regions = {}
-        for name in BACKWARD_KEPT:
-            regions[name] = at
-            at += rows * per_row[name] + slack
+        regions, at = _place({name: rows * per_row[name] for name in BACKWARD_KEPT}, at, slack)
         out["layers"].append(regions)
-    out["normf"], at = at, at + rows * c + slack
-    out["rstdf"], at = at, at + rows + slack
-    out["table"] = at
-    return out | {"end": at + 12 * layers + 2}
+    final, at = _place({"normf": rows * c, "rstdf": rows}, at, slack)
+    return out | final | {"table": at, "end": at + len(BACKWARD_KEPT) * layers + 2}
 
 
 class Kernel:
@@ -189,7 +187,7 @@ class Kernel:
         o = forward_layout(b * t, t, c, hidden, weights.size, p, layers if keep else 0)
         table = 0
         if train:  # the table of addresses (int32, written through a float32 view), then the regions
-            kept, final, end = train_layout(b * t, t, c, hidden, heads, layers, o["end"] + 16 * layers + 8)
+            kept, final, end = train_layout(b * t, t, c, hidden, heads, layers, o["end"] + len(TRAIN_KEPT) * layers + 2)
             addresses = [4 * at for regions in kept for at, _ in regions.values()] + [4 * at for at, _ in final.values()]
             self.host.reserve(end)
             self.host.write(o["end"], np.array(addresses, np.int32).view(np.float32))
@@ -283,8 +281,9 @@ class BrowserHost:
 
         self._f32 = Float32Array
         exports = WebAssembly.Instance.new(WebAssembly.Module.new(to_js(wasm))).exports
-        self.memory, self.sgemm, self.softmax = exports.memory, exports.sgemm, exports.softmax
-        self.forward, self.backward = exports.forward, exports.backward
+        self.memory = exports.memory
+        for name in EXPORTS:  # the kernel's functions, called with byte addresses and sizes
+            setattr(self, name, getattr(exports, name))
         self.floats = Float32Array.new(self.memory.buffer)
         self.capacity = self.floats.length  # kept as a Python int: a JS property read per call costs
         self.views = {}  # (offset, size) -> Float32Array view: the same shapes recur every step
