@@ -6,6 +6,10 @@ term in the prose. This module covers what Markdown never sees:
 - widget labels, titles and help, which Python renders (widget_html.py), get the same
   `<abbr title=…>`, so a term reads the same in a sentence and in a widget;
 - `<!-- md:glossari -->` on a page becomes the table of every term;
+- in the prose, a term carries its definition at its first use in each `<h2>` section, as a
+  book defines a word where it first needs it: Markdown's `abbr` marks every use (648 on the
+  chapter page), and Material mounts a tooltip for each while the page loads, about a second
+  of the main thread that Python's boot shares two cores with;
 - the first `<abbr>` of each term in each section gets `tabindex="0"`, so Material's
   tooltip (theme feature content.tooltips) opens on keyboard focus as well as on hover.
 """
@@ -79,25 +83,35 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
     return markdown.replace(DIRECTIVE, build.glossary.table())
 
 
-def focusable(html: str) -> str:
-    """tabindex on the first <abbr> of each term per <h2> section: keyboard users reach
-    every explanation without a tab stop at each repetition."""
-    sections = re.split(r"(?=<h2[ >])", html)
+def per_section(html: str, mark) -> str:
+    """`mark(match, first)` for each <abbr> of the page; `first`: the term's first in its <h2> section."""
     out = []
-    for section in sections:
+    for section in re.split(r"(?=<h2[ >])", html):
         seen: set[str] = set()
 
-        def first(m: re.Match) -> str:
+        def each(m: re.Match) -> str:
             term = m.group(2).casefold()
-            if term in seen:
-                return m.group(0)
+            first = term not in seen
             seen.add(term)
-            return f'<abbr title="{m.group(1)}" tabindex="0">{m.group(2)}</abbr>'
+            return mark(m, first)
 
-        out.append(ABBR.sub(first, section))
+        out.append(ABBR.sub(each, section))
     return "".join(out)
 
 
+def first_uses(html: str) -> str:
+    """The prose's <abbr> at each term's first use per <h2> section; later uses are plain text."""
+    return per_section(html, lambda m, first: m.group(0) if first else m.group(2))
+
+
+def focusable(html: str) -> str:
+    """tabindex on the first <abbr> of each term per <h2> section: keyboard users reach
+    every explanation without a tab stop at each repetition."""
+    return per_section(html, lambda m, first: f'<abbr title="{m.group(1)}" tabindex="0">{m.group(2)}</abbr>'
+                       if first else m.group(0))
+
+
 def on_page_content(html: str, *, page, config, files, build) -> str:
+    html = first_uses(html)  # the prose's: a widget's labels are wrapped below, every one
     html = LABEL.sub(lambda m: m.group(1) + build.glossary.wrap(m.group(2)), html)
     return focusable(html)

@@ -150,6 +150,26 @@ def test_glossary_page_lists_every_term_once(site):
     assert sorted(listed) == sorted(g.terms), set(listed) ^ set(g.terms)
 
 
+def test_prose_defines_each_term_at_its_first_use_per_section():
+    """Markdown's abbr marks every use; the page keeps each term's first in each <h2>
+    section (Material mounts a tooltip per <abbr> while the page loads)."""
+    from build_hooks.glossary import first_uses
+
+    html = ('<p><abbr title="d">KV</abbr> i <abbr title="d">kv</abbr>, <abbr title="e">TTFT</abbr></p>'
+            '<h2 id="b">B</h2><p><abbr title="d">KV</abbr> <abbr title="d">KV</abbr></p>')
+    assert first_uses(html) == ('<p><abbr title="d">KV</abbr> i kv, <abbr title="e">TTFT</abbr></p>'
+                                '<h2 id="b">B</h2><p><abbr title="d">KV</abbr> KV</p>')
+
+
+def test_the_built_prose_marks_a_term_once_per_section(site):
+    for track in TRACKS:
+        html = (site / track).read_text()
+        prose = WIDGET_LABEL.sub("", html)  # a widget's labels explain every term they show
+        for section in re.split(r"(?=<h2[ >])", prose):
+            terms = [term.casefold() for _, term in ABBR.findall(section)]
+            assert len(terms) == len(set(terms)), (track, sorted(t for t in set(terms) if terms.count(t) > 1))
+
+
 def test_glossary_wraps_label_terms_with_escaped_titles():
     from build_hooks.glossary import Glossary
 
