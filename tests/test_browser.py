@@ -187,6 +187,39 @@ def test_built_in_search_finds_chapter_text(watched, server):
     assert watched.errors == []
 
 
+WORKERS_STARTED = """window.twWorkers = [];
+const Native = window.Worker;
+window.Worker = new Proxy(Native, { construct(target, args, newTarget) {
+  window.twWorkers.push(String(args[0]));
+  return Reflect.construct(target, args, newTarget === window.Worker ? target : newTarget);
+} });"""
+
+
+def test_search_index_waits_for_python_or_for_the_reader(browser, server):
+    """On a widget page Material's search worker (its index build, ~0.6 s of CPU) starts once
+    Python is ready, or at once when the reader opens search: not during Python's boot."""
+    context = browser.new_context(service_workers="block")
+    context.route("**/pyodide/pyodide.asm.wasm", lambda route: None)  # Python's boot held, never answered
+    page = context.new_page()
+    page.add_init_script(WORKERS_STARTED)
+    page.goto(server + PAGE)
+    page.wait_for_timeout(1000)
+    started = lambda: [u for u in page.evaluate("window.twWorkers") if "/workers/search." in u]  # noqa: E731
+    assert page.locator(READY).count() == 0 and started() == []
+    page.focus("input.md-search__input")
+    page.keyboard.type("prefill")
+    page.wait_for_selector(".md-search-result__item", timeout=20_000)
+    assert len(started()) == 1
+    context.close()
+    context = browser.new_context(service_workers="block")
+    page = context.new_page()
+    page.add_init_script(WORKERS_STARTED)
+    page.goto(server + PAGE)
+    page.wait_for_selector(READY, timeout=BOOT_MS)
+    page.wait_for_function("() => window.twWorkers.some(u => u.includes('/workers/search.'))", timeout=5_000)
+    context.close()
+
+
 TRAINING = '.tw-widget[data-widget="training"]'
 
 

@@ -5,7 +5,8 @@
 //
 // Loaded twice on widget pages (from <head>, where it starts Python while the page still
 // parses, and with the site's scripts, for pages reached by instant navigation): the
-// second copy does nothing.
+// second copy does nothing. From <head> it also holds Material's search worker back until
+// Python is ready or the reader opens search (deferSearch).
 (() => {
   "use strict";
   const tw = (window.tw = window.tw || {});
@@ -139,7 +140,56 @@
   const supported = () => (location.protocol !== "file:" || Boolean(tw.embedded)) && typeof Worker !== "undefined" && typeof WebAssembly !== "undefined";
   tw.kernel = { get, restart, supported, BootError };
 
+  /** A worker started only once `until` settles: until then its messages wait, in order.
+   *  Material's search worker builds its index as the page loads (about 0.6 s of CPU); on a
+   *  widget page that is a core taken from Python's boot (two cores here), for a search box
+   *  the reader has not opened yet. */
+  class DeferredWorker extends EventTarget {
+    constructor(start, until) {
+      super();
+      this.onmessage = this.onerror = null;
+      this.queue = [];
+      until.then(() => {
+        if (!this.queue) return; // terminated meanwhile
+        this.worker = start();
+        for (const type of ["message", "messageerror", "error"]) {
+          this.worker.addEventListener(type, (event) => {
+            const copy = type === "error" ? new Event("error") : new MessageEvent(type, { data: event.data });
+            this.dispatchEvent(copy);
+            if (type !== "messageerror" && this[`on${type}`]) this[`on${type}`](copy);
+          });
+        }
+        this.queue.forEach((args) => this.worker.postMessage(...args));
+        this.queue = [];
+      });
+    }
+
+    postMessage(...args) {
+      if (this.worker) this.worker.postMessage(...args);
+      else if (this.queue) this.queue.push(args);
+    }
+
+    terminate() {
+      if (this.worker) this.worker.terminate();
+      this.queue = null;
+    }
+  }
+
+  /** Material's search worker waits for Python (ready or failed), or for the reader to open search. */
+  function deferSearch(ready) {
+    const Prior = window.Worker;
+    const opened = new Promise((resolve) =>
+      document.addEventListener("focusin", (e) => e.target.closest && e.target.closest(".md-search") && resolve(), true));
+    const until = Promise.race([ready.catch(() => {}), opened]);
+    window.Worker = new Proxy(Prior, {
+      construct(target, args, newTarget) {
+        if (/\/workers\/search\.[^/]*\.js/.test(String(args[0]))) return new DeferredWorker(() => new Prior(...args), until);
+        return Reflect.construct(target, args, newTarget === window.Worker ? target : newTarget);
+      },
+    });
+  }
+
   // From <head> on a widget page (the build adds data-config): boot now, while the page parses.
   const config = document.currentScript.dataset.config;
-  if (config && supported()) get(JSON.parse(config));
+  if (config && supported()) deferSearch(get(JSON.parse(config)).ready);
 })();
