@@ -76,7 +76,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--page", help="the chapter page measured, e.g. cap15/index.html (default: the book's first with widgets)")
-    ap.add_argument("--rounds", type=int, default=3, help="cold boots of each (bare, chapter), in turn")
+    ap.add_argument("--rounds", type=int, default=5, help="cold boots of each (bare, chapter), in turn: the ratio drifts ±0.2 between pairs here")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp())
     cache = tmp / "cache"
