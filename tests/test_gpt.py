@@ -129,9 +129,10 @@ def test_float32_gradients_are_float64s_within_rounding(rng, matmul):
 
 
 def test_the_kernels_training_forward_keeps_numpys_caches(rng):
-    """In the browser gpt.forward runs every block in one kernel call and builds block()'s
-    caches from what the kernel kept: every cached array (norms, rstds, inputs of each
-    product, attention weights, ReLU masks) is the float64 numpy forward's within rounding."""
+    """In the browser gpt.forward runs every block in one kernel call and leaves what the
+    backward reads in the kernel's memory; read out as block()'s caches, every cached array
+    (norms, rstds, inputs of each product, attention weights, ReLU masks) is the float64
+    numpy forward's within rounding."""
     from wasm_host import kernel
 
     cfg = gpt.GPTConfig(vocab=11, d=12, layers=2, heads=3, context=7, mlp=2)  # odd widths: SIMD tails
@@ -142,6 +143,9 @@ def test_the_kernels_training_forward_keeps_numpys_caches(rng):
     gpt.EINSUM, gpt.KERNEL = True, kernel()
     try:
         got = gpt.forward(p, cfg, idx, targets)
+        *head, _, resident = got[2]
+        assert isinstance(resident, gpt.Resident) and len(resident) == cfg.layers
+        got = (*got[:2], (*head, resident.final, list(resident)))  # copied out while the kernel still holds them
     finally:
         gpt.EINSUM, gpt.KERNEL = einsum, held
 

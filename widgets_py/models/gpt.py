@@ -15,6 +15,7 @@ hold the kernel to the numpy layers in float64.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -255,6 +256,33 @@ def block(p, i, x, heads, kv=None, last=False):
     return x + out, (k, v), (c_ln1, c_qkv, c_att, c_proj, c_ln2, c_fc, c_relu, c_out)
 
 
+class Resident(Sequence):
+    """block()'s caches of a training forward the kernel ran: left in the kernel's memory,
+    where its backward reads them (copying some 2 MB out and back in cost a tenth of a
+    step); copied out as block()'s caches only for a reader that asks (quantize's
+    activation maxima, the tests). `final` is the final norm's cache."""
+
+    def __init__(self, p, kept, heads: int):
+        self.p, self.kept, self.heads, self._caches = p, kept, heads, None
+
+    def _read(self) -> tuple[list, tuple]:
+        if self._caches is None:
+            layers, final = KERNEL.kept_arrays(self.kept)
+            self._caches = ([_kept_cache(self.p, i, layer, self.heads) for i, layer in enumerate(layers)],
+                            (final["norm"], self.p["lnf.w"], final["rstd"]))
+        return self._caches
+
+    @property
+    def final(self) -> tuple:
+        return self._read()[1]
+
+    def __getitem__(self, i):
+        return self._read()[0][i]
+
+    def __len__(self) -> int:
+        return len(self.kept.regions)
+
+
 def _kept_cache(p, i, kept: dict, heads: int) -> tuple:
     """block()'s cache, from what the kernel's forward kept of layer i (sgemm.TRAIN_KEPT)."""
     qkv, c = kept["qkv"], kept["qkv"].shape[-1] // 3
@@ -340,10 +368,10 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     """idx: [B, T] int -> logits [B, T, V]; with targets also (mean loss, cache for backward)."""
     b, t = idx.shape
     x = p["wte"][idx] + positions(0, t, cfg.d)  # [B, T, C]
-    if _kernel_takes(x, p["wte"]):  # in the browser every block in one call, keeping the backward's inputs
-        xf, kept, final = KERNEL.forward_kept(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d)
-        caches = [_kept_cache(p, i, layer, cfg.heads) for i, layer in enumerate(kept)]
-        c_lnf = (final["norm"], p["lnf.w"], final["rstd"])
+    if _kernel_takes(x, p["wte"]):  # in the browser every block in one call, keeping the backward's inputs there
+        xf, kept = KERNEL.forward_kept(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+        caches = Resident(p, kept, cfg.heads)
+        c_lnf = None  # caches.final
     else:
         caches = []
         for i in range(cfg.layers):
@@ -365,8 +393,8 @@ def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     dlogits /= targets.size  # [B, T, V]
     grads = {"wte": mm_tn(dlogits.reshape(-1, cfg.vocab), xf.reshape(-1, cfg.d))}  # tied head
     dxf = mm(dlogits, p["wte"])  # [B, T, C]
-    if _kernel_takes(dxf, p["wte"]):  # in the browser every block's backward in one call
-        dx, flat = KERNEL.backward(dxf, packed(p, cfg), caches, c_lnf, cfg.heads, cfg.mlp * cfg.d)
+    if isinstance(caches, Resident):  # in the browser every block's backward in one call
+        dx, flat = KERNEL.backward(dxf, packed(p, cfg), caches.kept, cfg.heads, cfg.mlp * cfg.d)
         at = 0
         for name in _packing(cfg.layers):  # the flat gradients, back into the parameters' shapes
             grads[name] = flat[at:at + p[name].size].reshape(p[name].shape)

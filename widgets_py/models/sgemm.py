@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -99,28 +100,35 @@ def train_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: int
     return tuple(per_layer), {name: (offset, final_shapes[name]) for name, offset in final.items()}, at
 
 
-BACKWARD_KEPT = ("norm1", "rstd1", "a", "q", "k", "v", "att", "y", "norm2", "rstd2", "m", "act")  # per layer, the table's order
+BACKWARD_WORK = ("dx", "d4", "dm", "dt", "dqkv", "wt", "gws", "vt", "datt", "doh", "dqh", "dkh", "dvh", "qc", "kc")
 
 
 @lru_cache(maxsize=16)
-def backward_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: int, weights: int) -> dict:
-    """Offsets (in floats) of `backward`'s regions: the weights at 0, their gradients, dx, the
-    work regions, then per layer the backward's inputs (BACKWARD_KEPT) and the final norm's
-    norm and rstd, the table of their addresses last."""
+def backward_layout(rows: int, t: int, c: int, hidden: int, heads: int, weights: int, start: int) -> dict:
+    """Offsets (in floats) of `backward`'s regions from `start`, past what the training
+    forward kept (it reads that where it lies): the gradients (the weights' size), dx, and
+    the work regions (BACKWARD_WORK, sgemm.wat's order)."""
     hs = c // heads
     sizes = {"g": weights, "dx": rows * c, "d4": rows * hidden, "dm": rows * c, "dt": rows * c, "dqkv": rows * 3 * c,
              "wt": max(c * hidden, 3 * c * c), "gws": max(c * hidden, 3 * c * c), "vt": hs * t, "datt": t * t,
-             "doh": t * hs, "dqh": t * hs, "dkh": t * hs, "dvh": t * hs}
-    per_row = {"norm1": c, "rstd1": 1, "a": c, "q": c, "k": c, "v": c, "att": heads * t, "y": c, "norm2": c,
-               "rstd2": 1, "m": c, "act": hidden}
+             "doh": t * hs, "dqh": t * hs, "dkh": t * hs, "dvh": t * hs, "qc": t * hs, "kc": t * hs}
     slack = _slack(c, hidden, t)
-    out, at = _place(sizes, weights + slack, slack)
-    out["layers"] = []
-    for _ in range(layers):
-        regions, at = _place({name: rows * per_row[name] for name in BACKWARD_KEPT}, at, slack)
-        out["layers"].append(regions)
-    final, at = _place({"normf": rows * c, "rstdf": rows}, at, slack)
-    return out | final | {"table": at, "end": at + len(BACKWARD_KEPT) * layers + 2}
+    out, end = _place(sizes, start + slack, slack)
+    return out | {"end": end}
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a training forward left in the kernel's memory for the backward: the address of
+    its table (sgemm.wat's, TRAIN_KEPT per layer, then the final norm's) and its regions, for
+    `rows` positions of sequences of t. Valid until the kernel's next pass (Kernel.live)."""
+
+    table: int  # floats
+    regions: tuple  # per layer {name: (offset, shape)}
+    final: dict  # {"norm", "rstd": (offset, shape)}
+    end: int  # floats: the products run from here on meanwhile
+    rows: int
+    t: int
 
 
 class Kernel:
@@ -130,6 +138,13 @@ class Kernel:
 
     def __init__(self, host):
         self.host = host
+        self.live: Kept | None = None  # a training forward's kept arrays, until the next pass
+
+    @property
+    def base(self) -> int:
+        """Where products and exponentials put their operands (floats): past what a training
+        forward kept, so the loss head between it and the backward leaves that in place."""
+        return self.live.end if self.live is not None else 0
 
     def nn(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """a [..., M, K] @ b [..., K, N] -> [..., M, N]."""
@@ -148,11 +163,13 @@ class Kernel:
             raise ValueError(f"shapes {a.shape} and {b.shape} do not multiply")
         _float32(a, b)
         count = math.prod(batch)  # not np.prod: numpy's Python-level wrappers cost more in Pyodide
+        at = self.base
         ob, oc, end = layout(m, k, n, count)
-        self.host.reserve(end)
-        self.host.write(0, a if a.flags.c_contiguous else np.ascontiguousarray(a))
+        ob, oc = at + ob, at + oc
+        self.host.reserve(at + end)
+        self.host.write(at, a if a.flags.c_contiguous else np.ascontiguousarray(a))
         self.host.write(ob, b if b.flags.c_contiguous else np.ascontiguousarray(b))
-        self.host.sgemm(0, 4 * ob, 4 * oc, m, k, n, row_bytes, step_bytes, count)
+        self.host.sgemm(4 * at, 4 * ob, 4 * oc, m, k, n, row_bytes, step_bytes, count)
         out = np.empty((*batch, m, n), np.float32)
         self.host.read(oc, out)
         return out
@@ -163,11 +180,27 @@ class Kernel:
         return self._blocks(x, weights, heads, layers, hidden, None, keep=False)[0]
 
     def forward_kept(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int
-                     ) -> tuple[np.ndarray, list[dict], dict]:
-        """The same, keeping what the backward reads (gpt.forward in training): -> (xf, per
-        layer {TRAIN_KEPT name: array}, the final norm's {"norm", "rstd"}), arrays [B, T, ...]
-        (att [B, H, T, T]), views of one copy out."""
+                     ) -> tuple[np.ndarray, Kept]:
+        """The same, keeping what the backward reads (gpt.forward in training) in the kernel's
+        memory, where `backward` reads it: -> (xf, where it lies). `kept_arrays` copies it out."""
         return self._blocks(x, weights, heads, layers, hidden, None, keep=False, train=True)
+
+    def kept_arrays(self, kept: Kept) -> tuple[list[dict], dict]:
+        """A training forward's kept arrays, copied out: (per layer {TRAIN_KEPT name: array},
+        the final norm's {"norm", "rstd"}), arrays [B, T, ...] (att [B, H, T, T])."""
+        self._check(kept)
+        start = kept.regions[0]["norm1"][0]
+        block = np.empty(kept.end - start, np.float32)
+        self.host.read(start, block)
+        b = kept.rows // kept.t
+        view = lambda at, shape: block[at - start:at - start + math.prod(shape)].reshape(  # noqa: E731
+            shape if len(shape) == 4 else (b, kept.t, shape[1]))
+        return ([{name: view(*region) for name, region in regions.items()} for regions in kept.regions],
+                {name: view(*region) for name, region in kept.final.items()})
+
+    def _check(self, kept: Kept) -> None:
+        if kept is not self.live:
+            raise RuntimeError("the kernel has run another pass since this training forward: what it kept is gone")
 
     def extend(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int,
                past: list | None) -> tuple[np.ndarray, np.ndarray]:
@@ -178,6 +211,7 @@ class Kernel:
 
     def _blocks(self, x, weights, heads, layers, hidden, past, keep, train=False):
         _float32(x, weights)
+        self.live = None  # this pass writes over what a training forward kept
         b, t, c = x.shape
         if c % heads:
             raise ValueError(f"{heads} heads do not divide a width of {c}")
@@ -205,47 +239,33 @@ class Kernel:
                           4 * o["tmp"], 4 * o["kt"], 4 * o["vs"], 4 * o["sc"], 4 * o["yo"], 4 * o["stats"])
         out = np.empty(x.shape, np.float32)
         self.host.read(o["x"], out)
-        if train:  # one copy of every kept region, then views of it
-            start = kept[0]["norm1"][0]
-            block = np.empty(end - start, np.float32)
-            self.host.read(start, block)
-            view = lambda at, shape: block[at - start:at - start + math.prod(shape)].reshape(  # noqa: E731
-                shape if len(shape) == 4 else (b, t, shape[1]))
-            return (out, [{name: view(*region) for name, region in regions.items()} for regions in kept],
-                    {name: view(*region) for name, region in final.items()})
+        if train:  # what it kept stays where it lies, for the backward
+            self.live = Kept(table // 4, kept, final, end, b * t, t)
+            return out, self.live
         if not keep:
             return out, None
         new = np.empty((layers, 2, 1, heads, t, hs), np.float32)
         self.host.read(o["kvn"], new)
         return out, new
 
-    def backward(self, dxf: np.ndarray, weights: np.ndarray, caches: list, c_lnf: tuple, heads: int, hidden: int
+    def backward(self, dxf: np.ndarray, weights: np.ndarray, kept: Kept, heads: int, hidden: int
                  ) -> tuple[np.ndarray, np.ndarray]:
         """gpt.backward's loop over the blocks in one call: from dxf [B, T, C], the gradient of
-        the final norm's output, and block()'s caches -> (the gradient of the first block's
-        input [B, T, C], every block's and the final norm's parameter gradients, flat in the
-        weights' order)."""
+        the final norm's output, and what the training forward kept (read where it lies) ->
+        (the gradient of the first block's input [B, T, C], every block's and the final
+        norm's parameter gradients, flat in the weights' order). The forward's weights."""
+        self._check(kept)
         b, t, c = dxf.shape
-        layers = len(caches)
-        o = backward_layout(b * t, t, c, hidden, heads, layers, weights.size)
-        self.host.reserve(o["end"])
+        if (b * t, t) != (kept.rows, kept.t):
+            raise ValueError(f"a gradient of {b}×{t} positions for a forward of {kept.rows // kept.t}×{kept.t}")
         _float32(dxf, weights)
-        self.host.write(0, weights)
+        o = backward_layout(b * t, t, c, hidden, heads, weights.size, kept.end)
+        self.host.reserve(o["end"])
+        self.host.write(0, weights)  # the forward's: a product's operands since went past kept.end
         self.host.write(o["dx"], dxf if dxf.flags.c_contiguous else np.ascontiguousarray(dxf))
-        for regions, cache in zip(o["layers"], caches):
-            (norm1, _, rstd1), (a, _), (q, k, v, att), (y, _), (norm2, _, rstd2), (m, _), _, (act, _) = cache
-            arrays = dict(norm1=norm1, rstd1=rstd1, a=a, q=q, k=k, v=v, att=att, y=y, norm2=norm2, rstd2=rstd2, m=m, act=act)
-            for name, x in arrays.items():
-                _float32(x)
-                self.host.write(regions[name], x if x.flags.c_contiguous else np.ascontiguousarray(x))
-        _float32(c_lnf[0], c_lnf[2])
-        self.host.write(o["normf"], np.ascontiguousarray(c_lnf[0]))
-        self.host.write(o["rstdf"], np.ascontiguousarray(c_lnf[2]))
-        addresses = [4 * regions[name] for regions in o["layers"] for name in BACKWARD_KEPT] + [4 * o["normf"], 4 * o["rstdf"]]
-        self.host.write(o["table"], np.array(addresses, np.int32).view(np.float32))
-        self.host.backward(0, 4 * o["g"], 4 * o["dx"], b * t, t, c, heads, layers, hidden,
-                           float(np.float32(np.sqrt(c // heads))), 4 * o["table"],
-                           *(4 * o[k] for k in ("d4", "dm", "dt", "dqkv", "wt", "gws", "vt", "datt", "doh", "dqh", "dkh", "dvh")))
+        self.live = None  # read once: the products after it may take its place
+        self.host.backward(0, 4 * o["g"], 4 * o["dx"], b * t, t, c, heads, len(kept.regions), hidden,
+                           float(np.float32(np.sqrt(c // heads))), 4 * kept.table, *(4 * o[k] for k in BACKWARD_WORK[1:]))
         dx, grads = np.empty(dxf.shape, np.float32), np.empty(weights.size, np.float32)
         self.host.read(o["dx"], dx)
         self.host.read(o["g"], grads)
@@ -256,13 +276,13 @@ class Kernel:
         (exp(x - max) [..., N], max [..., 1], sum of the exponentials [..., 1])."""
         _float32(x)
         *lead, n = x.shape
-        rows = math.prod(lead)
-        self.host.reserve(rows * n + 2 * rows)
-        self.host.write(0, x if x.flags.c_contiguous else np.ascontiguousarray(x))
-        self.host.softmax(0, rows, n, 1, n - 1, 1.0, 0, 4 * rows * n)
+        rows, at = math.prod(lead), self.base
+        self.host.reserve(at + rows * n + 2 * rows)
+        self.host.write(at, x if x.flags.c_contiguous else np.ascontiguousarray(x))
+        self.host.softmax(4 * at, rows, n, 1, n - 1, 1.0, 0, 4 * (at + rows * n))
         e, stats = np.empty(x.shape, np.float32), np.empty((*lead, 2), np.float32)
-        self.host.read(0, e)
-        self.host.read(rows * n, stats)
+        self.host.read(at, e)
+        self.host.read(at + rows * n, stats)
         return e, stats[..., :1], stats[..., 1:]
 
 

@@ -487,14 +487,16 @@
   ;; gpt.backward's loop over the blocks, from the gradient dx [rows, c] of the final norm's
   ;; output to that of the first block's input (left in $dx), and every block's and the final
   ;; norm's parameter gradients, written to $g in the weights' own layout ($w, as `forward`).
-  ;; $table holds 12 byte addresses per layer (ln1's norm and rstd, a, q, k, v [sequences,
-  ;; heads, t, hs], att, y, ln2's norm and rstd, m, act), then the final norm's two. Work
-  ;; regions: d4 [rows, hid], dm, dt [rows, c], dqkv [rows, 3c], wt and gws (a weight's size),
-  ;; and per head vt [hs, t], datt [t, t], doh, dqh, dkh, dvh [t, hs] (sgemm.py's backward_layout).
+  ;; $table is the training forward's own (ten byte addresses per layer: ln1's norm and rstd,
+  ;; a, qkv, att, y, ln2's norm and rstd, m, act; then the final norm's two), so what it kept
+  ;; is read where it lies. Work regions: d4 [rows, hid], dm, dt [rows, c], dqkv [rows, 3c],
+  ;; wt and gws (a weight's size), and per head vt [hs, t], datt [t, t], doh, dqh, dkh, dvh,
+  ;; qc, kc [t, hs] (sgemm.py's backward_layout).
   (func (export "backward") (param $w i32) (param $g i32) (param $dx i32) (param $rows i32) (param $t i32) (param $c i32)
         (param $heads i32) (param $layers i32) (param $hid i32) (param $root f32) (param $table i32)
         (param $d4 i32) (param $dm i32) (param $dt i32) (param $dqkv i32) (param $wt i32) (param $gws i32)
         (param $vt i32) (param $datt i32) (param $doh i32) (param $dqh i32) (param $dkh i32) (param $dvh i32)
+        (param $qc i32) (param $kc i32)
     (local $l i32) (local $size i32) (local $wl i32) (local $gl i32) (local $tb i32) (local $c4 i32) (local $cc i32)
     (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))
     (local.set $cc (i32.mul (local.get $c) (local.get $c)))
@@ -503,7 +505,7 @@
                                        (i32.add (i32.shl (i32.mul (local.get $c) (local.get $hid)) (i32.const 1)) (local.get $hid)))
                               (i32.const 2)))
     ;; the final norm: dx <- its backward, its parameters' gradients after the layers'
-    (local.set $tb (i32.add (local.get $table) (i32.mul (local.get $layers) (i32.const 48))))
+    (local.set $tb (i32.add (local.get $table) (i32.mul (local.get $layers) (i32.const 40))))
     (local.set $wl (i32.add (local.get $w) (i32.mul (local.get $layers) (local.get $size))))
     (local.set $gl (i32.add (local.get $g) (i32.mul (local.get $layers) (local.get $size))))
     (call $lnback (local.get $dx) (i32.load (local.get $tb)) (i32.load offset=4 (local.get $tb)) (local.get $wl)
@@ -513,38 +515,37 @@
     (block $done (loop $layer
       (br_if $done (i32.le_s (local.get $l) (i32.const 0)))
       (local.set $l (i32.sub (local.get $l) (i32.const 1)))
-      (local.set $tb (i32.add (local.get $table) (i32.mul (local.get $l) (i32.const 48))))
+      (local.set $tb (i32.add (local.get $table) (i32.mul (local.get $l) (i32.const 40))))
       (local.set $wl (i32.add (local.get $w) (i32.mul (local.get $l) (local.get $size))))
       (local.set $gl (i32.add (local.get $g) (i32.mul (local.get $l) (local.get $size))))
       ;; out: d4 = dx @ Wout^T; Wout's and bout's gradients (Wout at 8c + 4c² + c·hid + hid floats)
-      (call $linback (local.get $dx) (i32.load offset=44 (local.get $tb)) (local.get $rows) (local.get $hid) (local.get $c)
+      (call $linback (local.get $dx) (i32.load offset=36 (local.get $tb)) (local.get $rows) (local.get $hid) (local.get $c)
                      (i32.add (local.get $wl) (i32.shl (i32.add (i32.add (i32.shl (local.get $c) (i32.const 3)) (i32.shl (local.get $cc) (i32.const 2)))
                                                                 (i32.add (i32.mul (local.get $c) (local.get $hid)) (local.get $hid))) (i32.const 2)))
                      (i32.add (local.get $gl) (i32.shl (i32.add (i32.add (i32.shl (local.get $c) (i32.const 3)) (i32.shl (local.get $cc) (i32.const 2)))
                                                                 (i32.add (i32.mul (local.get $c) (local.get $hid)) (local.get $hid))) (i32.const 2)))
                      (local.get $d4) (local.get $wt) (local.get $gws))
-      (call $reluback (local.get $d4) (i32.load offset=44 (local.get $tb)) (i32.mul (local.get $rows) (local.get $hid)))
+      (call $reluback (local.get $d4) (i32.load offset=36 (local.get $tb)) (i32.mul (local.get $rows) (local.get $hid)))
       ;; fc: dm = d4 @ Wfc^T (Wfc at 8c + 4c²)
-      (call $linback (local.get $d4) (i32.load offset=40 (local.get $tb)) (local.get $rows) (local.get $c) (local.get $hid)
+      (call $linback (local.get $d4) (i32.load offset=32 (local.get $tb)) (local.get $rows) (local.get $c) (local.get $hid)
                      (i32.add (local.get $wl) (i32.shl (i32.add (i32.shl (local.get $c) (i32.const 3)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2)))
                      (i32.add (local.get $gl) (i32.shl (i32.add (i32.shl (local.get $c) (i32.const 3)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2)))
                      (local.get $dm) (local.get $wt) (local.get $gws))
       ;; ln2 (at 6c + 4c²): dx += its backward
-      (call $lnback (local.get $dm) (i32.load offset=32 (local.get $tb)) (i32.load offset=36 (local.get $tb))
+      (call $lnback (local.get $dm) (i32.load offset=24 (local.get $tb)) (i32.load offset=28 (local.get $tb))
                     (i32.add (local.get $wl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 6)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2)))
                     (local.get $rows) (local.get $c) (local.get $dt)
                     (i32.add (local.get $gl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 6)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2)))
                     (i32.add (local.get $gl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 7)) (i32.shl (local.get $cc) (i32.const 2))) (i32.const 2))))
       (call $add (local.get $dx) (local.get $dt) (i32.mul (local.get $rows) (local.get $c)))
       ;; proj (at 5c + 3c²): dm = dx @ Wproj^T, the gradient of attention's output y
-      (call $linback (local.get $dx) (i32.load offset=28 (local.get $tb)) (local.get $rows) (local.get $c) (local.get $c)
+      (call $linback (local.get $dx) (i32.load offset=20 (local.get $tb)) (local.get $rows) (local.get $c) (local.get $c)
                      (i32.add (local.get $wl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 5)) (i32.mul (local.get $cc) (i32.const 3))) (i32.const 2)))
                      (i32.add (local.get $gl) (i32.shl (i32.add (i32.mul (local.get $c) (i32.const 5)) (i32.mul (local.get $cc) (i32.const 3))) (i32.const 2)))
                      (local.get $dm) (local.get $wt) (local.get $gws))
       (call $attnback (local.get $dm) (local.get $dqkv) (i32.load offset=12 (local.get $tb)) (i32.load offset=16 (local.get $tb))
-                      (i32.load offset=20 (local.get $tb)) (i32.load offset=24 (local.get $tb)) (local.get $rows) (local.get $t)
-                      (local.get $c) (local.get $heads) (local.get $root) (local.get $vt) (local.get $datt) (local.get $doh)
-                      (local.get $dqh) (local.get $dkh) (local.get $dvh))
+                      (local.get $rows) (local.get $t) (local.get $c) (local.get $heads) (local.get $root) (local.get $vt)
+                      (local.get $datt) (local.get $doh) (local.get $dqh) (local.get $dkh) (local.get $dvh) (local.get $qc) (local.get $kc))
       ;; qkv (at 2c): dm = dqkv @ Wqkv^T
       (call $linback (local.get $dqkv) (i32.load offset=8 (local.get $tb)) (local.get $rows) (local.get $c)
                      (i32.mul (local.get $c) (i32.const 3))
@@ -658,14 +659,16 @@
 
   ;; gpt.attention_backward for each sequence and head (t queries over t keys): from the
   ;; gradient of attention's output dy [rows, c] (the head's columns, copied to doh [t, hs]),
-  ;; q, k, v [sequences, heads, t, hs] and att [sequences, heads, t, t]: datt = doh @ v^T,
-  ;; dv = att^T @ doh, dscores = att * (datt - rowsum(datt * att)) / root, dq = dscores @ k,
-  ;; dk = dscores^T @ q, written into the head's columns of dqkv [rows, 3c] (q, k, v thirds).
-  (func $attnback (param $dy i32) (param $dqkv i32) (param $q i32) (param $k i32) (param $v i32) (param $att i32)
+  ;; the forward's qkv [rows, 3c] (the head's q and k columns copied to qc, kc [t, hs]) and
+  ;; att [sequences, heads, t, t]: datt = doh @ v^T, dv = att^T @ doh, dscores = att * (datt
+  ;; - rowsum(datt * att)) / root, dq = dscores @ k, dk = dscores^T @ q, written into the
+  ;; head's columns of dqkv [rows, 3c] (q, k, v thirds).
+  (func $attnback (param $dy i32) (param $dqkv i32) (param $qkv i32) (param $att i32)
         (param $rows i32) (param $t i32) (param $c i32) (param $heads i32) (param $root f32)
         (param $vt i32) (param $datt i32) (param $doh i32) (param $dqh i32) (param $dkh i32) (param $dvh i32)
+        (param $qc i32) (param $kc i32)
     (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $j i32) (local $item i32)
-    (local $qh i32) (local $kh i32) (local $vh i32) (local $ah i32) (local $row i32) (local $arow i32) (local $sum f32)
+    (local $src i32) (local $ah i32) (local $row i32) (local $arow i32) (local $sum f32)
     (local $t4 i32) (local $hs4 i32) (local $out i32)
     (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
     (local.set $t4 (i32.shl (local.get $t) (i32.const 2)))
@@ -677,22 +680,25 @@
       (block $heads_done (loop $head
         (br_if $heads_done (i32.ge_s (local.get $hd) (local.get $heads)))
         (local.set $item (i32.add (i32.mul (i32.div_u (local.get $s) (local.get $t)) (local.get $heads)) (local.get $hd)))
-        (local.set $qh (i32.add (local.get $q) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $hs4)))))
-        (local.set $kh (i32.add (local.get $k) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $hs4)))))
-        (local.set $vh (i32.add (local.get $v) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $hs4)))))
         (local.set $ah (i32.add (local.get $att) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $t4)))))
         (local.set $i (i32.const 0))
-        (block $in_done (loop $in  ;; doh[i] = dy[s + i, head's columns]; vt[d, i] = v[i, d]
+        (block $in_done (loop $in  ;; doh[i] = dy[s + i, head's columns]; qc[i], kc[i] = its q, k; vt[d, i] = v[i, d]
           (br_if $in_done (i32.ge_s (local.get $i) (local.get $t)))
           (memory.copy (i32.add (local.get $doh) (i32.mul (local.get $i) (local.get $hs4)))
                        (i32.add (local.get $dy) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (local.get $c))
                                                                   (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2)))
                        (local.get $hs4))
+          (local.set $src (i32.add (local.get $qkv) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (i32.mul (local.get $c) (i32.const 3)))
+                                                                       (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
+          (memory.copy (i32.add (local.get $qc) (i32.mul (local.get $i) (local.get $hs4))) (local.get $src) (local.get $hs4))
+          (memory.copy (i32.add (local.get $kc) (i32.mul (local.get $i) (local.get $hs4)))
+                       (i32.add (local.get $src) (i32.shl (local.get $c) (i32.const 2))) (local.get $hs4))
+          (local.set $src (i32.add (local.get $src) (i32.shl (local.get $c) (i32.const 3))))  ;; the row's v
           (local.set $d (i32.const 0))
           (block $d_done (loop $dl
             (br_if $d_done (i32.ge_s (local.get $d) (local.get $hs)))
             (f32.store (i32.add (local.get $vt) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $t)) (local.get $i)) (i32.const 2)))
-                       (f32.load (i32.add (local.get $vh) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $hs)) (local.get $d)) (i32.const 2)))))
+                       (f32.load (i32.add (local.get $src) (i32.shl (local.get $d) (i32.const 2)))))
             (local.set $d (i32.add (local.get $d) (i32.const 1)))
             (br $dl)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
@@ -725,9 +731,9 @@
             (br $ds)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $rowsl)))
-        (call $product (local.get $datt) (local.get $kh) (local.get $dqh) (local.get $t) (local.get $t) (local.get $hs)
+        (call $product (local.get $datt) (local.get $kc) (local.get $dqh) (local.get $t) (local.get $t) (local.get $hs)
                        (local.get $t4) (i32.const 4))  ;; dq = dscores @ k
-        (call $product (local.get $datt) (local.get $qh) (local.get $dkh) (local.get $t) (local.get $t) (local.get $hs)
+        (call $product (local.get $datt) (local.get $qc) (local.get $dkh) (local.get $t) (local.get $t) (local.get $hs)
                        (i32.const 4) (local.get $t4))  ;; dk = dscores^T @ q
         (local.set $i (i32.const 0))
         (block $out_done (loop $outl  ;; the head's columns of dqkv, row by row
