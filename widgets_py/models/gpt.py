@@ -260,10 +260,11 @@ class Resident(Sequence):
     """block()'s caches of a training forward the kernel ran: left in the kernel's memory,
     where its backward reads them (copying some 2 MB out and back in cost a tenth of a
     step); copied out as block()'s caches only for a reader that asks (quantize's
-    activation maxima, the tests). `final` is the final norm's cache."""
+    activation maxima, the tests). `final` is the final norm's cache; `weights`, the packed
+    parameters the forward ran with, which the backward needs too."""
 
-    def __init__(self, p, kept, heads: int):
-        self.p, self.kept, self.heads, self._caches = p, kept, heads, None
+    def __init__(self, p, kept, heads: int, weights: np.ndarray):
+        self.p, self.kept, self.heads, self.weights, self._caches = p, kept, heads, weights, None
 
     def _read(self) -> tuple[list, tuple]:
         if self._caches is None:
@@ -369,8 +370,9 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     b, t = idx.shape
     x = p["wte"][idx] + positions(0, t, cfg.d)  # [B, T, C]
     if _kernel_takes(x, p["wte"]):  # in the browser every block in one call, keeping the backward's inputs there
-        xf, kept = KERNEL.forward_kept(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d)
-        caches = Resident(p, kept, cfg.heads)
+        weights = packed(p, cfg)
+        xf, kept = KERNEL.forward_kept(x, weights, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+        caches = Resident(p, kept, cfg.heads, weights)
         c_lnf = None  # caches.final
     else:
         caches = []
@@ -394,7 +396,7 @@ def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     grads = {"wte": mm_tn(dlogits.reshape(-1, cfg.vocab), xf.reshape(-1, cfg.d))}  # tied head
     dxf = mm(dlogits, p["wte"])  # [B, T, C]
     if isinstance(caches, Resident):  # in the browser every block's backward in one call
-        dx, flat = KERNEL.backward(dxf, packed(p, cfg), caches.kept, cfg.heads, cfg.mlp * cfg.d)
+        dx, flat = KERNEL.backward(dxf, caches.weights, caches.kept, cfg.heads, cfg.mlp * cfg.d)
         at = 0
         for name in _packing(cfg.layers):  # the flat gradients, back into the parameters' shapes
             grads[name] = flat[at:at + p[name].size].reshape(p[name].shape)
