@@ -286,3 +286,63 @@ def test_what_training_keeps_stays_put_under_the_loss_heads_products_and_goes_wi
     k.backward(dxf, flat, kept, cfg.heads, cfg.mlp * cfg.d)
     with pytest.raises(RuntimeError, match="another pass"):  # read once
         k.backward(dxf, flat, kept, cfg.heads, cfg.mlp * cfg.d)
+
+
+def test_the_backward_adds_the_embeddings_gradient_as_numpys_add_at_does():
+    """With the token ids, the backward adds each row of its input's gradient to its token's
+    row of the embedding's gradient, in row order: np.add.at's sums, bit for bit (repeated
+    tokens included), and it refuses ids outside the embedding."""
+    from widgets_py.models import gpt
+
+    cfg = gpt.GPTConfig(vocab=7, d=8, layers=1, heads=2, context=6, mlp=2)
+    rng = np.random.default_rng(5)
+    k, flat = kernel(), gpt.packed(gpt.init(cfg, 6), cfg)
+    x = rng.standard_normal((3, 6, 8)).astype(np.float32)
+    dxf = rng.standard_normal((3, 6, 8)).astype(np.float32)
+    idx = rng.integers(0, 7, (3, 6))  # 18 ids over 7 rows: repeats
+    start = rng.standard_normal((7, 8)).astype(np.float32)
+    _, kept = k.forward_kept(x, flat, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+    dx, _ = k.backward(dxf, flat, kept, cfg.heads, cfg.mlp * cfg.d)
+    _, kept = k.forward_kept(x, flat, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+    got = start.copy()
+    dx2, _ = k.backward(dxf, flat, kept, cfg.heads, cfg.mlp * cfg.d, idx, got)
+    want = start.copy()
+    np.add.at(want, idx, dx)
+    np.testing.assert_array_equal(dx2, dx)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    _, kept = k.forward_kept(x, flat, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+    with pytest.raises(ValueError, match="outside"):
+        k.backward(dxf, flat, kept, cfg.heads, cfg.mlp * cfg.d, np.full((3, 6), 7), start.copy())
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 70), steps=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_adamw_in_the_kernel_is_numpys_to_the_bit(n, steps, seed):
+    """train.AdamW's step through the kernel (the browser's) and through numpy (natively):
+    the same parameters and moments, bit for bit, after each of several steps, with the
+    decoupled decay on matrices only, at sizes that are not multiples of 4."""
+    from widgets_py.models import gpt, train
+
+    rng = np.random.default_rng(seed)
+    shapes = {"w": (n, 3), "b": (n,), "e": (2, n)}
+    p0 = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+    tc = train.TrainConfig(weight_decay=0.1)
+    runs = []
+    for use in (None, kernel()):
+        buf, p = train.flat({name: v.copy() for name, v in p0.items()})
+        opt, held = train.AdamW(p, tc), gpt.KERNEL
+        gpt.KERNEL = use
+        try:
+            out = []
+            for step in range(steps):
+                draw = np.random.default_rng(seed + step)  # some gradients 0: v stays 0 there, where eps decides
+                g = {name: (draw.standard_normal(shape) * (draw.random(shape) < 0.7)).astype(np.float32)
+                     for name, shape in shapes.items()}
+                opt.step(buf, g, train.lr_at(step, tc))
+                out.append((buf.copy(), opt.m.copy(), opt.v.copy()))
+        finally:
+            gpt.KERNEL = held
+        runs.append(out)
+    for numpy_step, kernel_step in zip(*runs):
+        for a, b in zip(numpy_step, kernel_step):
+            np.testing.assert_array_equal(b.view(np.uint32), a.view(np.uint32))

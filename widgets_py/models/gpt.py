@@ -395,16 +395,16 @@ def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     dlogits /= targets.size  # [B, T, V]
     grads = {"wte": mm_tn(dlogits.reshape(-1, cfg.vocab), xf.reshape(-1, cfg.d))}  # tied head
     dxf = mm(dlogits, p["wte"])  # [B, T, C]
-    if isinstance(caches, Resident):  # in the browser every block's backward in one call
-        dx, flat = KERNEL.backward(dxf, caches.weights, caches.kept, cfg.heads, cfg.mlp * cfg.d)
+    if isinstance(caches, Resident):  # in the browser every block's backward in one call, the embedding's too
+        _, flat = KERNEL.backward(dxf, caches.weights, caches.kept, cfg.heads, cfg.mlp * cfg.d, idx, grads["wte"])
         at = 0
         for name in _packing(cfg.layers):  # the flat gradients, back into the parameters' shapes
             grads[name] = flat[at:at + p[name].size].reshape(p[name].shape)
             at += p[name].size
-    else:
-        dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(dxf, c_lnf)
-        for i in reversed(range(cfg.layers)):
-            dx = block_backward(p, i, dx, caches[i], cfg.heads, grads)
+        return grads
+    dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(dxf, c_lnf)
+    for i in reversed(range(cfg.layers)):
+        dx = block_backward(p, i, dx, caches[i], cfg.heads, grads)
     np.add.at(grads["wte"], idx, dx)  # embedding lookup: accumulate into the rows used
     return grads
 

@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 WAT, WASM = HERE / "sgemm.wat", HERE / "sgemm.wasm"
 PAGE = 65536  # bytes in a WebAssembly memory page
 VIEWS = 256  # views of the kernel's memory kept (three per product shape)
-EXPORTS = ("sgemm", "softmax", "forward", "backward")  # sgemm.wat's functions, as a host offers them
+EXPORTS = ("sgemm", "softmax", "forward", "backward", "adamw")  # sgemm.wat's functions, as a host offers them
 
 
 def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
@@ -104,14 +104,16 @@ BACKWARD_WORK = ("dx", "d4", "dm", "dt", "dqkv", "wt", "gws", "vt", "datt", "doh
 
 
 @lru_cache(maxsize=16)
-def backward_layout(rows: int, t: int, c: int, hidden: int, heads: int, weights: int, start: int) -> dict:
+def backward_layout(rows: int, t: int, c: int, hidden: int, heads: int, weights: int, start: int, vocab: int = 0) -> dict:
     """Offsets (in floats) of `backward`'s regions from `start`, past what the training
-    forward kept (it reads that where it lies): the gradients (the weights' size), dx, and
-    the work regions (BACKWARD_WORK, sgemm.wat's order)."""
+    forward kept (it reads that where it lies): the gradients (the weights' size), dx, the
+    work regions (BACKWARD_WORK, sgemm.wat's order), and the embedding's token ids and
+    gradient [vocab, c]."""
     hs = c // heads
     sizes = {"g": weights, "dx": rows * c, "d4": rows * hidden, "dm": rows * c, "dt": rows * c, "dqkv": rows * 3 * c,
              "wt": max(c * hidden, 3 * c * c), "gws": max(c * hidden, 3 * c * c), "vt": hs * t, "datt": t * t,
-             "doh": t * hs, "dqh": t * hs, "dkh": t * hs, "dvh": t * hs, "qc": t * hs, "kc": t * hs}
+             "doh": t * hs, "dqh": t * hs, "dkh": t * hs, "dvh": t * hs, "qc": t * hs, "kc": t * hs,
+             "idx": rows, "eg": vocab * c}
     slack = _slack(c, hidden, t)
     out, end = _place(sizes, start + slack, slack)
     return out | {"end": end}
@@ -248,28 +250,61 @@ class Kernel:
         self.host.read(o["kvn"], new)
         return out, new
 
-    def backward(self, dxf: np.ndarray, weights: np.ndarray, kept: Kept, heads: int, hidden: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
+    def backward(self, dxf: np.ndarray, weights: np.ndarray, kept: Kept, heads: int, hidden: int,
+                 idx: np.ndarray | None = None, embedding: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """gpt.backward's loop over the blocks in one call: from dxf [B, T, C], the gradient of
         the final norm's output, and what the training forward kept (read where it lies) ->
         (the gradient of the first block's input [B, T, C], every block's and the final
-        norm's parameter gradients, flat in the weights' order). The forward's weights."""
+        norm's parameter gradients, flat in the weights' order). The forward's weights.
+        With the token ids idx [B, T], the embedding's gradient [vocab, C] gets each row of
+        that input gradient added at its token, in place (np.add.at's, bit for bit)."""
         self._check(kept)
         b, t, c = dxf.shape
         if (b * t, t) != (kept.rows, kept.t):
             raise ValueError(f"a gradient of {b}×{t} positions for a forward of {kept.rows // kept.t}×{kept.t}")
         _float32(dxf, weights)
-        o = backward_layout(b * t, t, c, hidden, heads, weights.size, kept.end)
+        scatter = idx is not None
+        if scatter:
+            _float32(embedding)
+            if idx.shape != (b, t) or embedding.shape[1:] != (c,) or not embedding.flags.c_contiguous:
+                raise ValueError(f"token ids {idx.shape} and an embedding gradient {embedding.shape} for {b}×{t} positions of {c}")
+            if idx.size and not 0 <= idx.min() <= idx.max() < embedding.shape[0]:
+                raise ValueError(f"token ids outside the embedding's {embedding.shape[0]} rows")
+        o = backward_layout(b * t, t, c, hidden, heads, weights.size, kept.end, embedding.shape[0] if scatter else 0)
         self.host.reserve(o["end"])
         self.host.write(0, weights)  # the forward's: a product's operands since went past kept.end
         self.host.write(o["dx"], dxf if dxf.flags.c_contiguous else np.ascontiguousarray(dxf))
+        if scatter:
+            self.host.write(o["idx"], np.ascontiguousarray(idx, np.int32).view(np.float32))
+            self.host.write(o["eg"], embedding)
         self.live = None  # read once: the products after it may take its place
         self.host.backward(0, 4 * o["g"], 4 * o["dx"], b * t, t, c, heads, len(kept.regions), hidden,
-                           float(np.float32(np.sqrt(c // heads))), 4 * kept.table, *(4 * o[k] for k in BACKWARD_WORK[1:]))
+                           float(np.float32(np.sqrt(c // heads))), 4 * kept.table, *(4 * o[k] for k in BACKWARD_WORK[1:]),
+                           4 * o["idx"] if scatter else 0, 4 * o["eg"])
         dx, grads = np.empty(dxf.shape, np.float32), np.empty(weights.size, np.float32)
         self.host.read(o["dx"], dx)
         self.host.read(o["g"], grads)
+        if scatter:
+            self.host.read(o["eg"], embedding)
         return dx, grads
+
+    def adamw(self, p: np.ndarray, m: np.ndarray, v: np.ndarray, g: np.ndarray, decayed: np.ndarray,
+              k1, k2, decay, lr, c1, c2, eps) -> None:
+        """train.AdamW's update of p, m, v [n] in place, from g [n], the decay applied where the
+        int32 mask `decayed` is -1: numpy's float32 operations in its order, the same bits.
+        The scalars are float32 (numpy casts a Python float to the array's type)."""
+        _float32(p, m, v, g)
+        n = p.size
+        if not (m.size == v.size == g.size == decayed.size == n and decayed.dtype == np.int32
+                and all(x.flags.c_contiguous for x in (p, m, v))):
+            raise ValueError("AdamW's arrays must be contiguous, of one size, the mask int32")
+        self.live = None
+        self.host.reserve(5 * n)
+        for i, x in enumerate((p, m, v, g, decayed.view(np.float32))):
+            self.host.write(i * n, x)
+        self.host.adamw(0, 4 * n, 8 * n, 12 * n, 16 * n, n, *(float(np.float32(x)) for x in (k1, k2, decay, lr, c1, c2, eps)))
+        for i, x in enumerate((p, m, v)):
+            self.host.read(i * n, x)
 
     def exp_rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A softmax's parts over the last axis, as a loss needs them: x [..., N] ->

@@ -491,12 +491,14 @@
   ;; a, qkv, att, y, ln2's norm and rstd, m, act; then the final norm's two), so what it kept
   ;; is read where it lies. Work regions: d4 [rows, hid], dm, dt [rows, c], dqkv [rows, 3c],
   ;; wt and gws (a weight's size), and per head vt [hs, t], datt [t, t], doh, dqh, dkh, dvh,
-  ;; qc, kc [t, hs] (sgemm.py's backward_layout).
+  ;; qc, kc [t, hs] (sgemm.py's backward_layout). If $idx is not 0, the embedding's backward
+  ;; last: each row r of dx is added to row idx[r] (int32 [rows]) of $eg [vocab, c], in row
+  ;; order (numpy's add.at, bit for bit).
   (func (export "backward") (param $w i32) (param $g i32) (param $dx i32) (param $rows i32) (param $t i32) (param $c i32)
         (param $heads i32) (param $layers i32) (param $hid i32) (param $root f32) (param $table i32)
         (param $d4 i32) (param $dm i32) (param $dt i32) (param $dqkv i32) (param $wt i32) (param $gws i32)
         (param $vt i32) (param $datt i32) (param $doh i32) (param $dqh i32) (param $dkh i32) (param $dvh i32)
-        (param $qc i32) (param $kc i32)
+        (param $qc i32) (param $kc i32) (param $idx i32) (param $eg i32)
     (local $l i32) (local $size i32) (local $wl i32) (local $gl i32) (local $tb i32) (local $c4 i32) (local $cc i32)
     (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))
     (local.set $cc (i32.mul (local.get $c) (local.get $c)))
@@ -556,7 +558,63 @@
       (call $lnback (local.get $dm) (i32.load (local.get $tb)) (i32.load offset=4 (local.get $tb)) (local.get $wl)
                     (local.get $rows) (local.get $c) (local.get $dt) (local.get $gl) (i32.add (local.get $gl) (local.get $c4)))
       (call $add (local.get $dx) (local.get $dt) (i32.mul (local.get $rows) (local.get $c)))
-      (br $layer))))
+      (br $layer)))
+    (if (local.get $idx) (then
+      (local.set $l (i32.const 0))
+      (block $rows_done (loop $scatter
+        (br_if $rows_done (i32.ge_s (local.get $l) (local.get $rows)))
+        (call $add (i32.add (local.get $eg) (i32.mul (i32.load (i32.add (local.get $idx) (i32.shl (local.get $l) (i32.const 2))))
+                                                     (local.get $c4)))
+                   (i32.add (local.get $dx) (i32.mul (local.get $l) (local.get $c4))) (local.get $c))
+        (local.set $l (i32.add (local.get $l) (i32.const 1)))
+        (br $scatter))))))
+
+  ;; ---- AdamW over every parameter at once (train.AdamW.step), numpy's float32 to the bit --
+  ;; m += k1 (g - m); v += k2 (g g - v); p = p * (mask ? dec : 1) - lr (m / c1) / (sqrt(v / c2)
+  ;; + eps), element by element over n floats at $p, $m, $v, $g, with $mask int32 (-1 where
+  ;; the decoupled decay applies, 0 elsewhere): the operations and their order are numpy's,
+  ;; each correctly rounded in float32, four lanes at a time.
+  (func (export "adamw") (param $p i32) (param $m i32) (param $v i32) (param $g i32) (param $mask i32) (param $n i32)
+        (param $k1 f32) (param $k2 f32) (param $dec f32) (param $lr f32) (param $c1 f32) (param $c2 f32) (param $eps f32)
+    (local $i i32) (local $end i32) (local $vend i32) (local $gv v128) (local $mv v128) (local $vv v128)
+    (local $gs f32) (local $ms f32) (local $vs f32)
+    (local.set $end (i32.shl (local.get $n) (i32.const 2)))
+    (local.set $vend (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2)))
+    (block $vdone (loop $vec
+      (br_if $vdone (i32.ge_u (local.get $i) (local.get $vend)))
+      (local.set $gv (v128.load (i32.add (local.get $g) (local.get $i))))
+      (local.set $mv (v128.load (i32.add (local.get $m) (local.get $i))))
+      (local.set $vv (v128.load (i32.add (local.get $v) (local.get $i))))
+      (local.set $mv (f32x4.add (local.get $mv) (f32x4.mul (f32x4.splat (local.get $k1)) (f32x4.sub (local.get $gv) (local.get $mv)))))
+      (local.set $vv (f32x4.add (local.get $vv) (f32x4.mul (f32x4.splat (local.get $k2))
+                                                           (f32x4.sub (f32x4.mul (local.get $gv) (local.get $gv)) (local.get $vv)))))
+      (v128.store (i32.add (local.get $m) (local.get $i)) (local.get $mv))
+      (v128.store (i32.add (local.get $v) (local.get $i)) (local.get $vv))
+      (v128.store (i32.add (local.get $p) (local.get $i))
+        (f32x4.sub (f32x4.mul (v128.load (i32.add (local.get $p) (local.get $i)))
+                              (v128.bitselect (f32x4.splat (local.get $dec)) (v128.const f32x4 1 1 1 1)
+                                              (v128.load (i32.add (local.get $mask) (local.get $i)))))
+                   (f32x4.div (f32x4.mul (f32x4.splat (local.get $lr)) (f32x4.div (local.get $mv) (f32x4.splat (local.get $c1))))
+                              (f32x4.add (f32x4.sqrt (f32x4.div (local.get $vv) (f32x4.splat (local.get $c2))))
+                                         (f32x4.splat (local.get $eps))))))
+      (local.set $i (i32.add (local.get $i) (i32.const 16)))
+      (br $vec)))
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $i) (local.get $end)))
+      (local.set $gs (f32.load (i32.add (local.get $g) (local.get $i))))
+      (local.set $ms (f32.load (i32.add (local.get $m) (local.get $i))))
+      (local.set $vs (f32.load (i32.add (local.get $v) (local.get $i))))
+      (local.set $ms (f32.add (local.get $ms) (f32.mul (local.get $k1) (f32.sub (local.get $gs) (local.get $ms)))))
+      (local.set $vs (f32.add (local.get $vs) (f32.mul (local.get $k2) (f32.sub (f32.mul (local.get $gs) (local.get $gs)) (local.get $vs)))))
+      (f32.store (i32.add (local.get $m) (local.get $i)) (local.get $ms))
+      (f32.store (i32.add (local.get $v) (local.get $i)) (local.get $vs))
+      (f32.store (i32.add (local.get $p) (local.get $i))
+        (f32.sub (f32.mul (f32.load (i32.add (local.get $p) (local.get $i)))
+                          (select (local.get $dec) (f32.const 1) (i32.load (i32.add (local.get $mask) (local.get $i)))))
+                 (f32.div (f32.mul (local.get $lr) (f32.div (local.get $ms) (local.get $c1)))
+                          (f32.add (f32.sqrt (f32.div (local.get $vs) (local.get $c2))) (local.get $eps)))))
+      (local.set $i (i32.add (local.get $i) (i32.const 4)))
+      (br $each))))
 
   ;; gpt.linear_backward for out = x @ W + b, x [rows, nin], W [nin, nout] at $wp, the
   ;; gradient dout [rows, nout]: dx = dout @ W^T (W copied transposed to wt), W's gradient

@@ -59,12 +59,17 @@ class AdamW:
         self.matrix = np.repeat([p[k].ndim == 2 for k in self.keys], sizes)  # [n] decoupled decay on matrices only
         self.m = np.zeros(sum(sizes), np.float32)  # [n] first moment
         self.v = np.zeros(sum(sizes), np.float32)  # [n] second moment
+        self.decayed = np.where(self.matrix, -1, 0).astype(np.int32)  # [n] the kernel's mask
 
     def step(self, buf: np.ndarray, grads: dict[str, np.ndarray], lr: float) -> None:
         """One update of buf [n] in place, from the gradients of the keys given at creation."""
         self.t += 1
         b1, b2, t, m, v = self.b1, self.b2, self.t, self.m, self.v
         g = np.concatenate([grads[k].ravel() for k in self.keys])  # [n]
+        if gpt.KERNEL is not None:  # in the browser one call, the same float32 operations (sgemm.wat)
+            decay = np.float32(1 - lr * self.tc.weight_decay)
+            gpt.KERNEL.adamw(buf, m, v, g, self.decayed, 1 - b1, 1 - b2, decay, lr, 1 - b1**t, 1 - b2**t, self.eps)
+            return
         m += (1 - b1) * (g - m)
         v += (1 - b2) * (g * g - v)
         buf *= np.where(self.matrix, np.float32(1 - lr * self.tc.weight_decay), np.float32(1))
