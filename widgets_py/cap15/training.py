@@ -31,10 +31,11 @@ def curve(history: list[float], steps: int, title: str = "Entrenant al navegador
               fmt=lambda t: fmt.number(t, 1 if t < 10 else 0))
     plot.line([0, steps], [bound, bound], "tw-limit", dash=True)
     plot.text(plot.x(steps) - 4, plot.y(bound) - 6, f"fita del bigrama: {fmt.number(bound, 2)}", "end", "tw-note")
+    smoothed = smooth(history)
     if len(history) > 1:
-        plot.line(np.arange(len(history)), smooth(history), "tw-s2")
+        plot.line(np.arange(len(history)), smoothed, "tw-s2")
     return plot.render(title, f"Pèrdua d'entrenament després de {len(history)} passos: "
-                              f"{fmt.number(float(smooth(history)[-1]) if history else float('nan'), 3)} nats; "
+                              f"{fmt.number(float(smoothed[-1]) if history else float('nan'), 3)} nats; "
                               f"fita del bigrama {fmt.number(bound, 2)}.")
 
 

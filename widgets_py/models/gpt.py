@@ -373,6 +373,10 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
         weights = packed(p, cfg)
         xf, kept = KERNEL.forward_kept(x, weights, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
         caches = Resident(p, kept, cfg.heads, weights)
+        if targets is not None:  # the loss head, its backward too, in one more call: the same bits as below
+            logits, top, total, dwte, dxf = KERNEL.head(kept, p["wte"], targets)
+            z = np.take_along_axis(logits, targets[..., None], -1) - top  # [B, T, 1]
+            return logits, float(-(z - np.log(total)).mean()), (idx, targets, (dwte, dxf), xf, None, caches)
         c_lnf = None  # caches.final
     else:
         caches = []
@@ -389,19 +393,22 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
 
 def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     """Gradients of the mean cross-entropy with respect to every parameter."""
-    idx, targets, (e, total), xf, c_lnf, caches = cache
-    dlogits = e / total  # softmax, from the forward's exponentials (one exp fewer per step)
-    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
-    dlogits /= targets.size  # [B, T, V]
-    grads = {"wte": mm_tn(dlogits.reshape(-1, cfg.vocab), xf.reshape(-1, cfg.d))}  # tied head
-    dxf = mm(dlogits, p["wte"])  # [B, T, C]
-    if isinstance(caches, Resident):  # in the browser every block's backward in one call, the embedding's too
-        _, flat = KERNEL.backward(dxf, caches.weights, caches.kept, cfg.heads, cfg.mlp * cfg.d, idx, grads["wte"])
+    idx, targets, head, xf, c_lnf, caches = cache
+    if isinstance(caches, Resident):  # in the browser: the kernel's head gave wte's part and dxf (forward)
+        dwte, dxf = head  # every block's backward, then the embedding's, in one call
+        _, flat = KERNEL.backward(dxf, caches.weights, caches.kept, cfg.heads, cfg.mlp * cfg.d, idx, dwte)
+        grads = {"wte": dwte}
         at = 0
         for name in _packing(cfg.layers):  # the flat gradients, back into the parameters' shapes
             grads[name] = flat[at:at + p[name].size].reshape(p[name].shape)
             at += p[name].size
         return grads
+    e, total = head
+    dlogits = e / total  # softmax, from the forward's exponentials (one exp fewer per step)
+    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
+    dlogits /= targets.size  # [B, T, V]
+    grads = {"wte": mm_tn(dlogits.reshape(-1, cfg.vocab), xf.reshape(-1, cfg.d))}  # tied head
+    dxf = mm(dlogits, p["wte"])  # [B, T, C]
     dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(dxf, c_lnf)
     for i in reversed(range(cfg.layers)):
         dx = block_backward(p, i, dx, caches[i], cfg.heads, grads)

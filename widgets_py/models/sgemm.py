@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 WAT, WASM = HERE / "sgemm.wat", HERE / "sgemm.wasm"
 PAGE = 65536  # bytes in a WebAssembly memory page
 VIEWS = 256  # views of the kernel's memory kept (three per product shape)
-EXPORTS = ("sgemm", "softmax", "forward", "backward", "adamw")  # sgemm.wat's functions, as a host offers them
+EXPORTS = ("sgemm", "softmax", "forward", "backward", "adamw", "head")  # sgemm.wat's functions, as a host offers them
 
 
 def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
@@ -131,6 +131,16 @@ class Kept:
     end: int  # floats: the products run from here on meanwhile
     rows: int
     t: int
+    xf: int  # floats: the final norm's output [rows, c], which the loss head reads
+
+
+@lru_cache(maxsize=16)
+def head_layout(rows: int, c: int, vocab: int, start: int) -> dict:
+    """Offsets (in floats) of `head`'s regions from `start`, each followed by slack."""
+    sizes = {"wt": c * vocab, "w": vocab * c, "targets": rows, "logits": rows * vocab, "stats": 2 * rows,
+             "probs": rows * vocab, "dw": vocab * c, "dx": rows * c}
+    out, end = _place(sizes, start + _slack(c, vocab, rows), _slack(c, vocab, rows))
+    return out | {"end": end}
 
 
 class Kernel:
@@ -242,7 +252,7 @@ class Kernel:
         out = np.empty(x.shape, np.float32)
         self.host.read(o["x"], out)
         if train:  # what it kept stays where it lies, for the backward
-            self.live = Kept(table // 4, kept, final, end, b * t, t)
+            self.live = Kept(table // 4, kept, final, end, b * t, t, o["x"])
             return out, self.live
         if not keep:
             return out, None
@@ -287,6 +297,33 @@ class Kernel:
         if scatter:
             self.host.read(o["eg"], embedding)
         return dx, grads
+
+    def head(self, kept: Kept, wte: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The tied loss head after a training forward, forward and backward in one call:
+        wte [V, C], targets [B, T] -> (logits [B, T, V], each row's max and sum of
+        exponentials [B, T, 1] twice, the head's part of wte's gradient [V, C], the gradient
+        of the final norm's output [B, T, C]), for the mean cross-entropy. What the forward
+        kept stays in place for the backward."""
+        self._check(kept)
+        _float32(wte)
+        vocab, c = wte.shape
+        b, t = kept.rows // kept.t, kept.t
+        if targets.shape != (b, t):
+            raise ValueError(f"targets {targets.shape} for a forward of {b}×{t} positions")
+        if targets.size and not 0 <= targets.min() <= targets.max() < vocab:
+            raise ValueError(f"targets outside the vocabulary of {vocab}")
+        o = head_layout(kept.rows, c, vocab, kept.end)
+        self.host.reserve(o["end"])
+        self.host.write(o["wt"], np.ascontiguousarray(wte.T))
+        self.host.write(o["w"], wte if wte.flags.c_contiguous else np.ascontiguousarray(wte))
+        self.host.write(o["targets"], np.ascontiguousarray(targets, np.int32).view(np.float32))
+        self.host.head(4 * kept.xf, 4 * o["wt"], 4 * o["w"], 4 * o["targets"], kept.rows, c, vocab,
+                       float(np.float32(targets.size)), *(4 * o[k] for k in ("logits", "stats", "probs", "dw", "dx")))
+        logits, stats = np.empty((b, t, vocab), np.float32), np.empty((b, t, 2), np.float32)
+        dw, dx = np.empty((vocab, c), np.float32), np.empty((b, t, c), np.float32)
+        for name, out in (("logits", logits), ("stats", stats), ("dw", dw), ("dx", dx)):
+            self.host.read(o[name], out)
+        return logits, stats[..., :1], stats[..., 1:], dw, dx
 
     def adamw(self, p: np.ndarray, m: np.ndarray, v: np.ndarray, g: np.ndarray, decayed: np.ndarray,
               k1, k2, decay, lr, c1, c2, eps) -> None:

@@ -569,6 +569,52 @@
         (local.set $l (i32.add (local.get $l) (i32.const 1)))
         (br $scatter))))))
 
+;; ---- training's loss head, forward and backward in one call ---------------------------
+  ;; The tied head after the final norm's output x [rows, c] (the training forward's, where it
+  ;; lies): logits = x @ wt (wt [c, vocab], the embedding transposed), the softmax of each row
+  ;; (probs, its max and sum to $stats as `softmax` writes them), dlogits = (probs - one-hot
+  ;; of targets (int32 [rows])) / n, the embedding's gradient from the head dw = dlogits^T @ x
+  ;; [vocab, c], and the final norm output's gradient dx = dlogits @ w (w [vocab, c]). The same
+  ;; operations as gpt.forward and gpt.backward make through the kernel's pieces, and the same
+  ;; bits. Every region is followed by slack for $product.
+  (func (export "head") (param $x i32) (param $wt i32) (param $w i32) (param $targets i32) (param $rows i32)
+        (param $c i32) (param $vocab i32) (param $n f32) (param $logits i32) (param $stats i32) (param $probs i32)
+        (param $dw i32) (param $dx i32)
+    (local $r i32) (local $p i32) (local $end i32) (local $vend i32) (local $vn v128) (local $v4 i32)
+    (local.set $v4 (i32.shl (local.get $vocab) (i32.const 2)))
+    (call $product (local.get $x) (local.get $wt) (local.get $logits) (local.get $rows) (local.get $c) (local.get $vocab)
+                   (i32.shl (local.get $c) (i32.const 2)) (i32.const 4))
+    (memory.copy (local.get $probs) (local.get $logits) (i32.mul (local.get $rows) (local.get $v4)))
+    (call $softmax (local.get $probs) (local.get $rows) (local.get $vocab) (i32.const 1) (i32.sub (local.get $vocab) (i32.const 1))
+                   (f32.const 1) (i32.const 1) (local.get $stats))
+    (local.set $r (i32.const 0))
+    (block $t_done (loop $target  ;; the target's probability, minus 1
+      (br_if $t_done (i32.ge_s (local.get $r) (local.get $rows)))
+      (local.set $p (i32.add (local.get $probs) (i32.add (i32.mul (local.get $r) (local.get $v4))
+                                                         (i32.shl (i32.load (i32.add (local.get $targets) (i32.shl (local.get $r) (i32.const 2))))
+                                                                  (i32.const 2)))))
+      (f32.store (local.get $p) (f32.sub (f32.load (local.get $p)) (f32.const 1)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $target)))
+    (local.set $p (local.get $probs))  ;; all of it / n
+    (local.set $end (i32.add (local.get $probs) (i32.mul (local.get $rows) (local.get $v4))))
+    (local.set $vend (i32.add (local.get $probs) (i32.shl (i32.and (i32.mul (local.get $rows) (local.get $vocab)) (i32.const -4)) (i32.const 2))))
+    (local.set $vn (f32x4.splat (local.get $n)))
+    (block $vdone (loop $vdiv
+      (br_if $vdone (i32.ge_u (local.get $p) (local.get $vend)))
+      (v128.store (local.get $p) (f32x4.div (v128.load (local.get $p)) (local.get $vn)))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (br $vdiv)))
+    (block $done (loop $div
+      (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+      (f32.store (local.get $p) (f32.div (f32.load (local.get $p)) (local.get $n)))
+      (local.set $p (i32.add (local.get $p) (i32.const 4)))
+      (br $div)))
+    (call $product (local.get $probs) (local.get $x) (local.get $dw) (local.get $vocab) (local.get $rows) (local.get $c)
+                   (i32.const 4) (local.get $v4))  ;; dlogits^T @ x: A's row i is dlogits' column i
+    (call $product (local.get $probs) (local.get $w) (local.get $dx) (local.get $rows) (local.get $vocab) (local.get $c)
+                   (local.get $v4) (i32.const 4)))
+
   ;; ---- AdamW over every parameter at once (train.AdamW.step), numpy's float32 to the bit --
   ;; m += k1 (g - m); v += k2 (g g - v); p = p * (mask ? dec : 1) - lr (m / c1) / (sqrt(v / c2)
   ;; + eps), element by element over n floats at $p, $m, $v, $g, with $mask int32 (-1 where
