@@ -382,3 +382,22 @@ def test_the_loss_head_in_one_call_is_the_kernels_pieces_to_the_bit():
         k.head(kept, wte, np.full((4, 7), 13))
     with pytest.raises(ValueError, match="targets"):
         k.head(kept, wte, targets[:2])
+
+
+def test_quantizes_activation_maxima_read_the_kernels_kept_caches():
+    """SmoothQuant's activation maxima read block()'s caches after a training-style forward:
+    through the kernel they come from its memory (gpt.Resident), numpy's within rounding."""
+    from widgets_py.cap15 import quantize
+    from widgets_py.models import gpt, pretrained
+
+    cfg, p, _ = pretrained.load("mini")
+    ref = quantize.activation_maxima(p, cfg)
+    held = gpt.KERNEL, gpt.EINSUM
+    gpt.KERNEL, gpt.EINSUM = kernel(), True
+    try:
+        got = quantize.activation_maxima(p, cfg)
+    finally:
+        gpt.KERNEL, gpt.EINSUM = held
+    assert got.keys() == ref.keys()
+    for name in ref:
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-5, atol=1e-6 * np.abs(ref[name]).max(), err_msg=name)
