@@ -293,6 +293,11 @@ def test_what_training_keeps_stays_put_under_the_loss_heads_products_and_goes_wi
     k.backward(dxf, flat, kept, cfg.heads, cfg.mlp * cfg.d)
     with pytest.raises(RuntimeError, match="another pass"):  # read once
         k.backward(dxf, flat, kept, cfg.heads, cfg.mlp * cfg.d)
+    _, kept = k.forward_kept(x, flat, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+    n = np.zeros(5, np.float32)
+    k.adamw(n, n.copy(), n.copy(), n.copy(), np.zeros(5, np.int32), 0.1, 0.01, 1.0, 0.1, 0.1, 0.01, 1e-8)  # from address 0 too
+    with pytest.raises(RuntimeError, match="another pass"):
+        k.head(kept, np.zeros((11, 8), np.float32), np.zeros((2, 5), int))
 
 
 def test_the_backward_adds_the_embeddings_gradient_as_numpys_add_at_does():
