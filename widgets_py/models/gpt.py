@@ -377,7 +377,7 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
             logits, top, total, dwte, dxf = KERNEL.head(kept, p["wte"], targets)
             z = np.take_along_axis(logits, targets[..., None], -1) - top  # [B, T, 1]
             return logits, float(-(z - np.log(total)).mean()), (idx, targets, (dwte, dxf), xf, None, caches)
-        c_lnf = None  # caches.final
+        c_lnf = None  # no backward without targets (Resident.final has it)
     else:
         caches = []
         for i in range(cfg.layers):

@@ -8,8 +8,10 @@ call copies its operands in and its results out, at memcpy speed, a small part o
 
 Numpy's cost per call in Pyodide (tens of microseconds, some forty calls a block) outweighs
 this model's arithmetic, so whole passes run in one call: `forward` (every block and the
-final norm), `extend` (the same after a KV cache), `forward_kept` (training's, keeping the
-backward's inputs) and `backward` (every block's gradients). A loss's exponentials come from
+final norm), `extend` (the same after a KV cache), and a training step in four calls:
+`forward_kept` (which leaves the backward's inputs in the kernel's memory, `Kept`), `head`
+(the tied loss head, forward and backward), `backward` (every block's gradients and the
+embedding's) and `adamw` (numpy's float32 update, to the bit). A loss's exponentials come from
 the same code (`exp_rows`): numpy's float32 exp is its slowest element-wise operation in
 Pyodide (about 18 ns an element), the kernel's four lanes at a time within one ulp. The
 softmax's max and division are numpy's to the bit; the exponential and the order of each
@@ -300,10 +302,10 @@ class Kernel:
 
     def head(self, kept: Kept, wte: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, ...]:
         """The tied loss head after a training forward, forward and backward in one call:
-        wte [V, C], targets [B, T] -> (logits [B, T, V], each row's max and sum of
-        exponentials [B, T, 1] twice, the head's part of wte's gradient [V, C], the gradient
-        of the final norm's output [B, T, C]), for the mean cross-entropy. What the forward
-        kept stays in place for the backward."""
+        wte [V, C], targets [B, T] -> (logits [B, T, V], each row's max [B, T, 1] and sum of
+        exponentials [B, T, 1], the head's part of wte's gradient [V, C], the gradient of the
+        final norm's output [B, T, C]), for the mean cross-entropy. What the forward kept
+        stays in place for the backward."""
         self._check(kept)
         _float32(wte)
         vocab, c = wte.shape
