@@ -12,7 +12,6 @@ running answers; and its price, the long prompts' own time to first token.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -56,23 +55,16 @@ def workload(n: int, variability: float, gap_ms: float, seed: int, long_share: f
     return [Request(i, float(arrivals[i]), LONG_PROMPT if long[i] else PROMPT, int(outputs[i])) for i in range(n)]
 
 
-@lru_cache(maxsize=32)
-def _queue(n: int, variability: float, gap_ms: float, seed: int, long_share: float = 0.0) -> tuple[Request, ...]:
-    """workload(), kept: a change serves the same queue up to sixteen times (the slot sweep),
-    and simulate() copies its requests, so one drawing serves them all."""
-    return tuple(workload(n, variability, gap_ms, seed, long_share))
-
-
 def served(requests: int, variability: int, gap: str, seed: int, slots: int, continuous: bool) -> Run:
     """One run of the queue."""
     decode_ms, prefill_ms = costs(slots)
-    return simulate(_queue(requests, variability / 100, float(gap), seed), slots, continuous, decode_ms, prefill_ms)
+    return simulate(workload(requests, variability / 100, float(gap), seed), slots, continuous, decode_ms, prefill_ms)
 
 
 def sustained(requests: int, variability: int, seed: int, slots: int, long_pct: int, chunk: int | None) -> Run:
     """The chunked-prefill scenario: continuous batching under load, long prompts mixed in."""
     decode_ms, prefill_ms = costs(slots)
-    reqs = _queue(requests, variability / 100, SUSTAINED_GAP_MS, seed, long_pct / 100)
+    reqs = workload(requests, variability / 100, SUSTAINED_GAP_MS, seed, long_pct / 100)
     return simulate(reqs, slots, True, decode_ms, prefill_ms, chunk)
 
 
