@@ -34,6 +34,7 @@ VERSION = "0.1.0"
 ENTRY = "widgets_py.engine.browser"  # the module the worker imports: render(), fixed(), Trainer
 RUNTIME_DIR = "pyodide/"  # Pyodide's files, numpy, our wheel and the lock, in the built site
 LOCK = "pyodide-lock.json"
+NUMPY_RECORD = "numpy-2.0.2.dist-info/RECORD"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip timestamp: no build time in the bytes
 INFO = InfoSpec(arch="wasm32", platform="emscripten_3_1_58", version=assets.PYODIDE_VERSION,
                 python="3.12.7", abi_version="2024_0")  # as in the official 0.27.7 lock
@@ -57,9 +58,10 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def make_wheel(files: dict[str, Path]) -> Wheel:
-    """A py3-none-any wheel of `files`, byte-identical for identical inputs."""
-    contents = {name: files[name].read_bytes() for name in sorted(files)}
+def make_wheel(files: dict[str, Path], extra: dict[str, bytes] | None = None) -> Wheel:
+    """A py3-none-any wheel of `files` (and `extra` members: bytecode), byte-identical for identical inputs."""
+    contents = {name: data for name, data in sorted({**{n: p.read_bytes() for n, p in files.items()},
+                                                      **(extra or {})}.items())}
     inputs = hashlib.sha256()
     for name, data in contents.items():
         inputs.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
@@ -81,17 +83,38 @@ def make_wheel(files: dict[str, Path]) -> Wheel:
     return Wheel(f"{NAME}-{version}-py3-none-any.whl", data, assets.sha256(data))
 
 
-def lock(wheel: Wheel) -> str:
-    """The site's pyodide-lock.json: the official numpy entry and our wheel, which needs it."""
-    numpy = PackageSpec(name="numpy", version="2.0.2", file_name=assets.NUMPY_WHEEL, install_dir="site",
-                        sha256=assets.PINNED[assets.NUMPY_WHEEL], imports=["numpy"], unvendored_tests=True)
-    ours = PackageSpec(name=PACKAGE_KEY, version=wheel.file_name.split("-")[1], file_name=wheel.file_name,
-                       install_dir="site", sha256=wheel.sha256, imports=[NAME], depends=["numpy"])
-    spec = PyodideLockSpec(info=INFO, packages={"numpy": numpy, PACKAGE_KEY: ours})
+def numpy_wheel(data: bytes) -> Wheel:
+    """The numpy wheel the site serves: the pinned one, or it with bytecode added (bytecode.py).
+
+    Changed bytes get a changed name (a local version, the content's own hash), so no cache
+    can serve a reader the pinned file under the lock's new sha256, or the reverse.
+    """
+    digest = assets.sha256(data)
+    if digest == assets.PINNED[assets.NUMPY_WHEEL]:
+        return Wheel(assets.NUMPY_WHEEL, data, digest)
+    name, version, rest = assets.NUMPY_WHEEL.split("-", 2)
+    return Wheel(f"{name}-{version}+{digest[:12]}-{rest}", data, digest)
+
+
+def lock(wheel: Wheel | None, numpy: Wheel | None = None) -> str:
+    """The site's pyodide-lock.json: numpy (the official entry's wheel, or it with bytecode) and our wheel."""
+    numpy = numpy or numpy_wheel(assets.fetch(assets.NUMPY_WHEEL).read_bytes())
+    packages = {"numpy": PackageSpec(name="numpy", version=numpy.file_name.split("-")[1], file_name=numpy.file_name,
+                                     install_dir="site", sha256=numpy.sha256, imports=["numpy"], unvendored_tests=True)}
+    if wheel is not None:
+        packages[PACKAGE_KEY] = PackageSpec(name=PACKAGE_KEY, version=wheel.file_name.split("-")[1],
+                                            file_name=wheel.file_name, install_dir="site", sha256=wheel.sha256,
+                                            imports=[NAME], depends=["numpy"])
+    spec = PyodideLockSpec(info=INFO, packages=packages)
     spec.check_wheel_filenames()
     return json.dumps(spec.model_dump(), indent=1, sort_keys=True)
 
 
-def site_config(wheel: Wheel) -> dict:
-    """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js)."""
-    return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256}
+def site_config(wheel: Wheel, core: dict[str, str]) -> dict:
+    """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
+
+    `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
+    bytes, python_stdlib.zip with its bytecode), for whoever copies them (export.py).
+    """
+    return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256,
+            "core": core}

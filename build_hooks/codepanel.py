@@ -3,7 +3,8 @@
 The panel itself is docs/assets/tw/codepanel.js; the Python source it shows comes from the
 worker (the module as installed from the site's wheel), not from the build. Here:
 
-- `on_files` adds the editor bundle (editor_assets.py) to the site, named by its hash;
+- `on_config` starts making the editor bundle (editor_assets.py) beside the rest of the build,
+  and `on_files` adds it to the site, named by its hash;
 - `on_page_content` tells widget pages where the bundle is and whether the panel is shown:
   a page turns it off with `codi: false` in its front matter (the no-formulas track, whose
   readers did not ask for code).
@@ -20,8 +21,13 @@ from . import editor_assets
 OPTION = "codi"  # front matter: `codi: false` hides the panel on that page
 
 
+def on_config(config, *, build):
+    build.editor_bundle = build.later(editor_assets.bundle)
+    return config
+
+
 def on_files(files: Files, *, config, build) -> Files:
-    path = editor_assets.bundle()
+    path = build.editor_bundle.result()
     if path is not None:
         build.editor = editor_assets.site_path(path)
         files.append(File.generated(config, build.editor, abs_src_path=str(path)))

@@ -8,6 +8,8 @@ globals or environment variables.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,13 +20,33 @@ from .bundle import Wheel, site_config
 class Build:
     is_serve: bool  # `mkdocs serve`: no CSP meta (live reload injects a script), no service worker
     wheel: Wheel | None = None  # this build's widgets_py wheel (pyodide_bundle.on_files)
+    core: dict[str, str] = field(default_factory=dict)  # Pyodide's files as served -> sha256 (pyodide_bundle)
     slots: dict[str, list[str]] = field(default_factory=dict)  # page src_uri -> widget HTML by slot
     fixed: dict[str, Any] = field(default_factory=dict)  # fixed-parameter runs, computed once per build
     glossary: Any = None  # glossary.Glossary, loaded in glossary.on_config
     quizzes: dict[str, str] = field(default_factory=dict)  # quiz key -> the page that has it (keys are unique)
     editor: str | None = None  # the code panel's editor bundle in the site (codepanel.on_files), if built
 
+    runtime: Future | None = None  # (core files, numpy, wheel) being assembled (pyodide_bundle.on_config)
+    editor_bundle: Future | None = None  # the editor bundle's path being made (codepanel.on_config)
+
+    @staticmethod
+    def later(fn, *args) -> Future:
+        """fn(*args) begun now in a thread of its own: slow steps that wait on a subprocess
+        (node compiling bytecode, rollup bundling the editor) overlap each other and the
+        rest of the build; whoever needs the result asks the Future."""
+        future: Future = Future()
+
+        def run():
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # re-raised where .result() is asked
+                future.set_exception(exc)
+
+        threading.Thread(target=run, daemon=True).start()
+        return future
+
     def site_config(self) -> dict:
         """What the browser needs to boot (carried by every widget page)."""
         assert self.wheel is not None, "on_files (pyodide_bundle) makes the wheel before pages render"
-        return site_config(self.wheel)
+        return site_config(self.wheel, self.core)

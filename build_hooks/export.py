@@ -34,13 +34,12 @@ from html import escape, unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from . import assets
+from . import assets, bytecode
 
 HERE = Path(__file__).resolve().parent
 SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
 PAYLOAD_TYPE = "application/x-tw-payload"
 FILES_MESSAGE = "tw-export:files"
-CORE = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")  # what loadPyodide loads
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 POLICY = ("default-src 'self'; script-src 'wasm-unsafe-eval' blob: {hashes}; style-src 'unsafe-inline'; "
           "img-src data:; font-src 'none'; connect-src 'none'; worker-src blob:; object-src 'none'; "
@@ -78,11 +77,16 @@ def _local(site: Path, page_dir: str, ref: str) -> Path:
 
 def gzipped(data: bytes, cache: Path | None) -> bytes:
     """gzip -9 of `data`, kept in `cache` by the sha256 of the input (the slow step)."""
+    return _kept(data, cache, ".gz", lambda: gzip.compress(data, 9, mtime=0))
+
+
+def _kept(data: bytes, cache: Path | None, suffix: str, make) -> bytes:
+    """make() of `data`, kept in `cache` by the sha256 of `data` and `suffix`."""
     digest = hashlib.sha256(data).hexdigest()
-    hit = cache / f"{digest}.gz" if cache else None
+    hit = cache / f"{digest}{suffix}" if cache else None
     if hit and hit.is_file():
         return hit.read_bytes()
-    packed = gzip.compress(data, 9, mtime=0)
+    packed = make()
     if hit:
         hit.parent.mkdir(parents=True, exist_ok=True)
         tmp = hit.with_suffix(f".{os.getpid()}.tmp")
@@ -103,18 +107,27 @@ def _script(code: str) -> str:
     return "<script>" + code.replace("</script", "<\\/script").replace("<!--", "<\\!--") + "</script>"
 
 
-def runtime_files(site: Path, config: dict) -> dict[str, bytes]:
-    """Pyodide's core files and every package of the site's lock, each checked against its pin."""
+def runtime_files(site: Path, config: dict, cache: Path | None = None) -> dict[str, bytes]:
+    """Pyodide's core files and every package of the site's lock, each checked against the sha256
+    the site's config (core files) or lock (packages) gives it, then without their bytecode
+    (bytecode.py), and the lock with the packages' new sha256: bytecode would add 2.5 MB
+    (3.3 MB in base64) to a file whose target is size, and it only saves start-up time."""
     runtime = site / config["runtime"]
     lock_bytes = (runtime / config["lock"]).read_bytes()
-    pins = {name: assets.PINNED[name] for name in CORE}
+    pins = dict(config["core"])
     pins.update({p["file_name"]: p["sha256"] for p in json.loads(lock_bytes)["packages"].values()})
     files = {config["lock"]: lock_bytes}
     for name, pin in pins.items():
         data = (runtime / name).read_bytes()
         if assets.sha256(data) != pin:
-            raise ExportError(f"{runtime / name}: sha256 {assets.sha256(data)} != {pin} (pinned); rebuild the site")
+            raise ExportError(f"{runtime / name}: sha256 {assets.sha256(data)} != {pin} (the site's own); rebuild the site")
+        if name.endswith((".zip", ".whl")):
+            data = _kept(data, cache, ".nobytecode", lambda data=data: bytecode.strip(data))
         files[name] = data
+    lock = json.loads(lock_bytes)
+    for spec in lock["packages"].values():
+        spec["sha256"] = assets.sha256(files[spec["file_name"]])
+    files[config["lock"]] = json.dumps(lock, indent=1, sort_keys=True).encode()
     return files
 
 
@@ -192,7 +205,7 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
         # the boot goes before the first script after the title (protocol.js, then kernel.js)
         at = html.index("<script", html.index("</title>"))
         html = html[:at] + _script(boot) + html[at:]
-        files = {name: (data, "") for name, data in runtime_files(site, config).items()}
+        files = {name: (data, "") for name, data in runtime_files(site, config, cache).items()}
         editor = EDITOR.search(html)  # the code panel's editor, loaded when a panel opens
         if editor and 'data-enabled="false"' not in editor.group(0):
             files[posixpath.basename(editor.group(2))] = ((site / editor.group(2)).read_bytes(), f"{editor.group(1)}:editor")

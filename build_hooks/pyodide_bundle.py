@@ -1,8 +1,10 @@
 """Puts the pinned Pyodide runtime, numpy, the widgets_py wheel and their lock into the site.
 
 Where each file goes and how the wheel and the lock are made is `bundle.py`'s business;
-this hook fetches the pinned files (`assets.py`), refuses stale trained weights, and adds
-everything to the build as generated files.
+this hook fetches the pinned files (`assets.py`), adds the bytecode of what the worker
+imports (`bytecode.py`: the package's own stage not under `mkdocs serve`, where the package
+changes with every edit), all of it in a thread begun in `on_config`, refuses stale trained
+weights, and adds everything to the build as generated files.
 """
 
 from __future__ import annotations
@@ -12,22 +14,56 @@ from mkdocs.structure.files import File, Files
 
 from widgets_py.models import pretrained
 
-from . import assets, bundle
+from . import assets, bundle, bytecode
+
+
+def with_bytecode(core: dict[str, bytes], numpy: bundle.Wheel,
+                  pycs: dict[str, bytes]) -> tuple[dict[str, bytes], bundle.Wheel]:
+    """(Pyodide's core files, the numpy wheel) with `pycs`' bytecode added to their archives."""
+    stdlib = bytecode.add_to_zip(core[bytecode.STDLIB_FILE], bytecode.stdlib_entries(pycs))
+    numpy_data = bytecode.add_to_zip(numpy.data, bytecode.wheel_entries(pycs, "numpy"), record=bundle.NUMPY_RECORD)
+    return {**core, bytecode.STDLIB_FILE: stdlib}, bundle.numpy_wheel(numpy_data)
+
+
+def on_config(config, *, build):
+    build.runtime = build.later(assemble, build.is_serve)  # node works while the build goes on
+    return config
+
+
+def assemble(is_serve: bool) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Wheel]:
+    """(Pyodide's core files, the numpy wheel, our wheel) as the site serves them."""
+    pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
+    sources = bundle.package_files()
+    wheel = bundle.make_wheel(sources)  # source only: what bytecode.package() loads
+    core = {name: data for name, data in pinned.items() if name != assets.NUMPY_WHEEL}
+    numpy = bundle.numpy_wheel(pinned[assets.NUMPY_WHEEL])
+    pycs = bytecode.runtime(pinned, bundle.lock(None).encode())
+    if pycs:
+        core, numpy = with_bytecode(core, numpy, pycs)
+    if pycs and not is_serve:
+        ours = bytecode.package({**core, numpy.file_name: numpy.data, wheel.file_name: wheel.data,
+                                 bundle.LOCK: bundle.lock(wheel, numpy).encode()}, bundle.PACKAGE_KEY, bundle.ENTRY)
+        if ours:
+            core, numpy = with_bytecode(core, numpy, ours)
+            wheel = bundle.make_wheel(sources, bytecode.wheel_entries(ours, bundle.NAME))
+    return core, numpy, wheel
 
 
 def on_files(files: Files, *, config, build) -> Files:
-    for name in assets.PINNED:
-        try:
-            path = assets.fetch(name)
-        except assets.AssetError as exc:  # one message, no traceback: it says all there is
-            raise PluginError(str(exc)) from None
-        files.append(File.generated(config, bundle.RUNTIME_DIR + name, abs_src_path=str(path)))
     try:
         for name in pretrained.specs():
             pretrained.check(name)  # stale weights fail the build with how to retrain
     except pretrained.WeightsError as exc:
         raise PluginError(str(exc)) from None
-    build.wheel = bundle.make_wheel(bundle.package_files())
-    files.append(File.generated(config, bundle.RUNTIME_DIR + build.wheel.file_name, content=build.wheel.data))
-    files.append(File.generated(config, bundle.RUNTIME_DIR + bundle.LOCK, content=bundle.lock(build.wheel)))
+    try:
+        core, numpy, wheel = build.runtime.result()
+    except assets.AssetError as exc:  # one message, no traceback: it says all there is
+        raise PluginError(str(exc)) from None
+    build.wheel = wheel
+    build.core = {name: assets.sha256(data) for name, data in core.items()}
+    for name, data in core.items():
+        files.append(File.generated(config, bundle.RUNTIME_DIR + name, content=data))
+    for w in (numpy, wheel):
+        files.append(File.generated(config, bundle.RUNTIME_DIR + w.file_name, content=w.data))
+    files.append(File.generated(config, bundle.RUNTIME_DIR + bundle.LOCK, content=bundle.lock(wheel, numpy)))
     return files

@@ -26,11 +26,12 @@ widget_divs = book.widgets
 
 
 def test_pyodide_runtime_and_numpy_are_in_the_site(site):
-    for name, digest in assets.PINNED.items():
-        assert assets.sha256((site / "pyodide" / name).read_bytes()) == digest, name
+    """The pinned files, python_stdlib.zip and numpy's wheel with bytecode added: test_bytecode.py."""
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     assert lock["info"]["version"] == assets.PYODIDE_VERSION
-    assert lock["packages"]["numpy"]["sha256"] == assets.PINNED[assets.NUMPY_WHEEL]
+    assert set(lock["packages"]) == {"numpy", "widgets-py"}
+    for spec in lock["packages"].values():
+        assert assets.sha256((site / "pyodide" / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
 
 
 def test_widgets_are_prerendered_and_bundle_hash_registered(site):

@@ -49,7 +49,8 @@ def test_every_chapter_page_offers_its_file(site):
     single = (site / "cap15" / ("index" + export.SUFFIX)).read_text()
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     carried = set(re.findall(r'<script type="application/x-tw-payload" data-name="([^"]+)"', single))
-    assert {p["file_name"] for p in lock["packages"].values()} | set(export.CORE) <= carried
+    core = {"pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip"}  # what loadPyodide loads
+    assert {p["file_name"] for p in lock["packages"].values()} | core <= carried
     assert any(name.startswith("widgets_py-") for name in carried)  # code, weights and corpus
     assert (site / "cap15" / ("index" + export.SUFFIX)).stat().st_size <= LIMIT
     assert "index" + export.SUFFIX not in (site / "sw.js").read_text()  # downloaded, never precached

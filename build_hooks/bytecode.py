@@ -1,0 +1,234 @@
+"""Bytecode for what the browser imports, compiled at build time by Pyodide's own CPython.
+
+Pyodide 0.27.7's `python_stdlib.zip`, the numpy wheel and our wheel hold Python source only,
+and Pyodide never writes `__pycache__` (`sys.dont_write_bytecode`), so every visit compiled
+every module it imported. In node, on this machine: Pyodide's own boot 3.5 s (of which most
+is compiling the standard library modules its loader imports), `import numpy` 0.9 s, the
+widgets' entry module 0.16 s; with bytecode 1.5 s, 0.4 s and 0.05 s.
+
+Node runs the pinned runtime, does what the reader's worker does, lists the source file of
+every module then loaded that has no bytecode yet, and compiles that list with `py_compile`,
+checked-hash (PEP 552): the import hashes the source, which ships unchanged beside it, and
+uses the bytecode if the hash matches (a SipHash of the bytes: microseconds, where compiling
+takes milliseconds), so a changed source is never shadowed by stale bytecode (the tests
+patch modules in a wheel, readers may too). Only imported modules get bytecode, so the
+archives grow by what is used; a module first imported later, on a rarely taken path, is
+compiled on first use as before. Two stages, each cached under a hash of its inputs:
+
+- `runtime()`: Pyodide's boot, its package loader and `import numpy`. It depends on the
+  pinned files alone, so it is kept with them in the Pyodide cache and made once per machine
+  (`./dev` makes it when it fetches them);
+- `package()`: our entry module and every widget module warmed, on top of the first stage.
+  It changes with our code, and is skipped under `mkdocs serve`.
+
+The bytes depend only on the inputs: the same wasm interpreter, `PYTHONHASHSEED=0` (frozen
+sets of strings are marshalled in hash order), sorted lists, and marshal's references
+depend on the compiled code alone (compiling in a fresh interpreter gave the same bytes for
+all 267 modules). No node: the archives ship as they are, a line on stderr says so, and the
+site works the same, slower to start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from . import assets
+
+TAG = "cpython-312"  # sys.implementation.cache_tag of Pyodide 0.27.7's Python 3.12.7
+STDLIB = "/lib/python312.zip/"  # where Pyodide mounts python_stdlib.zip
+STDLIB_FILE = "python_stdlib.zip"
+SITE_PACKAGES = "/lib/python3.12/site-packages/"
+OUT = "/bytecode/"  # the host folder node mounts, inside the interpreter
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+NODE = """\
+const [dir, out, pkg, script] = process.argv.slice(2);
+const { loadPyodide } = require(dir + "/pyodide.js");
+const fs = require("fs");
+(async () => {
+  const py = await loadPyodide({ indexURL: dir + "/", lockFileURL: dir + "/pyodide-lock.json",
+                                 env: { PYTHONHASHSEED: "0" }, stdout: (s) => process.stderr.write(s + "\\n") });
+  await py.loadPackage(pkg, { messageCallback: () => {}, errorCallback: (m) => process.stderr.write(m + "\\n") });
+  py.FS.mkdirTree("/bytecode");
+  py.FS.mount(py.FS.filesystems.NODEFS, { root: out }, "/bytecode");
+  py.runPython(fs.readFileSync(script, "utf8"));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+
+# what the worker imports ({imports}), then each module loaded from source compiled to /bytecode/<path>c
+SCRIPT = """\
+import importlib.util, json, os, py_compile, sys, zipfile
+{imports}
+def has_bytecode(origin):
+    return origin.endswith(".pyc") or os.path.exists(importlib.util.cache_from_source(origin))
+origins = sorted({{m.__spec__.origin for m in list(sys.modules.values())
+                  if getattr(m, "__spec__", None) and (m.__spec__.origin or "").endswith(".py")
+                  and not has_bytecode(m.__spec__.origin)}})
+stdlib = zipfile.ZipFile({stdlib!r}.rstrip("/"))
+for origin in origins:
+    source = origin
+    if origin.startswith({stdlib!r}):  # a zip member: py_compile wants a file
+        source = "/tmp/source.py"
+        with open(source, "wb") as f:
+            f.write(stdlib.read(origin[len({stdlib!r}):]))
+    py_compile.compile(source, cfile={out!r} + origin.lstrip("/") + "c", dfile=origin, doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+with open({out!r} + "files.json", "w") as f:
+    json.dump(origins, f)
+"""
+
+RUNTIME_IMPORTS = "import numpy"
+PACKAGE_IMPORTS = "from {entry} import modules, warm\nfor name in json.loads(modules()):\n    warm(name)"
+
+
+def _key(files: dict[str, bytes], imports: str) -> str:
+    """A hash of everything the result depends on: the files, what is imported, how it is compiled."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    h.update((NODE + SCRIPT + imports).encode())
+    return h.hexdigest()[:16]
+
+
+def _read(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as z:
+        return {name: z.read(name.lstrip("/")) for name in json.loads(z.comment)}
+
+
+def _write(path: Path, pycs: dict[str, bytes]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".part")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as z:
+        z.comment = json.dumps(sorted(pycs)).encode()
+        for name, data in sorted(pycs.items()):
+            z.writestr(zipfile.ZipInfo(name.lstrip("/"), date_time=ZIP_TIME), data)
+    partial.replace(path)  # atomic: a crash never leaves a half-written cache file
+
+
+def _compile(files: dict[str, bytes], package: str, imports: str, cached: Path) -> dict[str, bytes] | None:
+    """Interpreter path of each module loaded from source -> its bytecode; None without node.
+
+    `files`: Pyodide's core files, the wheels and a lock listing them, as the site would serve
+    them; `package` is loaded with loadPackage, then `imports` run.
+    """
+    if cached.is_file():
+        return _read(cached)
+    script = SCRIPT.format(imports=imports, stdlib=STDLIB, out=OUT)
+    with tempfile.TemporaryDirectory(prefix="tw-bytecode-") as tmp:
+        work, out = Path(tmp) / "runtime", Path(tmp) / "out"
+        work.mkdir()
+        out.mkdir()
+        for name, data in files.items():
+            (work / name).write_bytes(data)
+        (work / "run.js").write_text(NODE)
+        (work / "script.py").write_text(script)
+        try:
+            subprocess.run(["node", str(work / "run.js"), str(work), str(out), package, str(work / "script.py")],
+                           check=True, capture_output=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as exc:  # no node: the archives ship as they are
+            detail = (getattr(exc, "stderr", b"") or b"").decode(errors="replace").strip()
+            assets.progress(f"no bytecode compiled ({type(exc).__name__}: {detail[-300:] or exc}); "
+                            "the browser will compile Python source on every visit")
+            return None
+        pycs = {name: (out / (name.lstrip("/") + "c")).read_bytes() for name in json.loads((out / "files.json").read_text())}
+    _write(cached, pycs)
+    assets.progress(f"bytecode of {len(pycs)} modules compiled by Pyodide's Python, cached in {cached}")
+    return pycs
+
+
+def runtime(pinned: dict[str, bytes], lock: bytes) -> dict[str, bytes] | None:
+    """Stage 1: Pyodide's boot, its loader and numpy's import, kept beside the pinned files."""
+    files = {**pinned, "pyodide-lock.json": lock}
+    return _compile(files, "numpy", RUNTIME_IMPORTS,
+                    assets.cache_dir() / f"bytecode-{_key(files, RUNTIME_IMPORTS)}.zip")
+
+
+def package(files: dict[str, bytes], key: str, entry: str) -> dict[str, bytes] | None:
+    """Stage 2: the package `key` (with stage 1's bytecode in `files`): its entry and widget modules."""
+    imports = PACKAGE_IMPORTS.format(entry=entry)
+    return _compile(files, key, imports, assets.cache_dir().parent / "bytecode" / f"{_key(files, imports)}.zip")
+
+
+def stdlib_entries(pycs: dict[str, bytes]) -> dict[str, bytes]:
+    """Members to add to python_stdlib.zip: zipimport reads `mod.pyc` beside `mod.py`."""
+    return {o[len(STDLIB):] + "c": data for o, data in pycs.items() if o.startswith(STDLIB)}
+
+
+def wheel_entries(pycs: dict[str, bytes], top: str) -> dict[str, bytes]:
+    """Members to add to the wheel of the package `top`: `dir/__pycache__/mod.cpython-312.pyc`."""
+    out = {}
+    for origin, data in pycs.items():
+        rel = origin[len(SITE_PACKAGES):] if origin.startswith(SITE_PACKAGES) else None
+        if rel and rel.split("/")[0] == top:
+            folder, _, name = rel.rpartition("/")
+            out[f"{folder}/__pycache__/{name[:-3]}.{TAG}.pyc"] = data
+    return out
+
+
+def _member(name: str) -> zipfile.ZipInfo:
+    entry = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+    entry.compress_type = zipfile.ZIP_DEFLATED
+    entry.external_attr = 0o644 << 16
+    return entry
+
+
+def add_to_zip(data: bytes, extra: dict[str, bytes], *, record: str | None = None) -> bytes:
+    """`data` (a zip) with `extra` members added; a wheel's RECORD (its archive name) lists them.
+
+    Without a RECORD to change, the new members are appended and every member already there
+    keeps its very bytes; with one, the archive is rewritten, each member keeping its name,
+    content and timestamp. New members get the earliest zip timestamp: the same inputs give
+    the same bytes.
+    """
+    if not extra:
+        return data
+    if record is None:
+        out = io.BytesIO(data)
+        with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as z:
+            for name in sorted(extra):
+                z.writestr(_member(name), extra[name])
+        return out.getvalue()
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in src.infolist():
+            body = src.read(info)
+            if info.filename == record:
+                body += "".join(f"{name},,\n" for name in sorted(extra)).encode()  # a .pyc needs no hash (PEP 376)
+            z.writestr(info, body)
+        for name in sorted(extra):
+            z.writestr(_member(name), extra[name])
+    return out.getvalue()
+
+
+def strip(data: bytes) -> bytes:
+    """`data` (a zip) without its bytecode, and a wheel's RECORD without the lines naming it."""
+    src = zipfile.ZipFile(io.BytesIO(data))
+    if not any(name.endswith(".pyc") for name in src.namelist()):
+        return data
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in src.infolist():
+            if info.filename.endswith(".pyc"):
+                continue
+            body = src.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                body = b"".join(line for line in body.splitlines(keepends=True) if not line.startswith(tuple(
+                    n.encode() + b"," for n in src.namelist() if n.endswith(".pyc"))))
+            z.writestr(info, body)
+    return out.getvalue()
+
+
+if __name__ == "__main__":  # `python -m build_hooks.bytecode`: stage 1 ahead of a build (./dev does it)
+    from . import bundle
+
+    pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
+    done = runtime(pinned, bundle.lock(None).encode())
+    print(f"{len(done)} modules with bytecode" if done is not None else "no node: no bytecode", file=sys.stderr)

@@ -1,0 +1,137 @@
+"""Bytecode for what the worker imports (build_hooks/bytecode.py): where it goes, what it leaves
+unchanged, and that the reader's interpreter really reads it instead of compiling."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import zipfile
+
+import pytest
+
+from build_hooks import assets, bytecode
+
+MAGIC_312 = (3531).to_bytes(2, "little") + b"\r\n"  # importlib.util.MAGIC_NUMBER of CPython 3.12
+CHECKED_HASH = 0b11  # PEP 552 flags: hash-based, checked against the source
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(zipfile.ZipInfo(name, date_time=(2025, 6, 5, 3, 9, 0)), data)
+    return out.getvalue()
+
+
+def members(data: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        return {name: z.read(name) for name in z.namelist()}
+
+
+def test_adding_to_an_archive_keeps_every_member_records_the_new_ones_and_strips_back():
+    original = _zip({"pkg/a.py": b"A = 1\n", "pkg-1.dist-info/RECORD": b"pkg/a.py,sha256=x,6\n"})
+    extra = {"pkg/__pycache__/a.cpython-312.pyc": b"\xcb\r\r\n..."}
+    added = bytecode.add_to_zip(original, extra, record="pkg-1.dist-info/RECORD")
+    got = members(added)
+    assert got["pkg/a.py"] == b"A = 1\n" and got["pkg/__pycache__/a.cpython-312.pyc"] == extra["pkg/__pycache__/a.cpython-312.pyc"]
+    assert got["pkg-1.dist-info/RECORD"] == b"pkg/a.py,sha256=x,6\npkg/__pycache__/a.cpython-312.pyc,,\n"
+    with zipfile.ZipFile(io.BytesIO(added)) as z:
+        assert z.getinfo("pkg/a.py").date_time == (2025, 6, 5, 3, 9, 0)  # members already there keep their time
+    assert bytecode.add_to_zip(original, extra, record="pkg-1.dist-info/RECORD") == added  # same inputs, same bytes
+    assert bytecode.add_to_zip(original, {}) == original
+    assert members(bytecode.strip(added)) == members(original)  # the single-file export ships none
+
+
+def test_bytecode_goes_where_each_importer_looks_for_it():
+    pycs = {"/lib/python312.zip/json/__init__.py": b"1", "/lib/python312.zip/typing.py": b"2",
+            "/lib/python3.12/site-packages/numpy/_core/multiarray.py": b"3",
+            "/lib/python3.12/site-packages/widgets_py/engine/browser.py": b"4"}
+    assert bytecode.stdlib_entries(pycs) == {"json/__init__.pyc": b"1", "typing.pyc": b"2"}  # zipimport: beside
+    assert bytecode.wheel_entries(pycs, "numpy") == {"numpy/_core/__pycache__/multiarray.cpython-312.pyc": b"3"}
+    assert bytecode.wheel_entries(pycs, "widgets_py") == {"widgets_py/engine/__pycache__/browser.cpython-312.pyc": b"4"}
+
+
+def _check_added(pinned: bytes, served: bytes, bytecode_of) -> dict[str, bytes]:
+    """The served archive holds every pinned member unchanged (a wheel's RECORD may grow) and
+    adds only bytecode of sources it holds; returns the added members."""
+    old, new = members(pinned), members(served)
+    for name, data in old.items():
+        assert new[name] == data or (name.endswith("RECORD") and new[name].startswith(data)), name
+    added = {name: data for name, data in new.items() if name not in old}
+    for name, data in added.items():
+        assert bytecode_of(name) in old, name
+        assert data[:4] == MAGIC_312 and int.from_bytes(data[4:8], "little") == CHECKED_HASH, name
+    return added
+
+
+@pytest.mark.build
+def test_the_site_serves_the_pinned_archives_with_bytecode_beside_their_source(site):
+    runtime = site / "pyodide"
+    for name in ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm"):
+        assert assets.sha256((runtime / name).read_bytes()) == assets.PINNED[name], name
+    lock = json.loads((runtime / "pyodide-lock.json").read_text())
+    for spec in lock["packages"].values():
+        assert assets.sha256((runtime / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
+    stdlib = _check_added(assets.fetch("python_stdlib.zip").read_bytes(), (runtime / "python_stdlib.zip").read_bytes(),
+                          lambda pyc: pyc[:-1])
+    numpy = _check_added(assets.fetch(assets.NUMPY_WHEEL).read_bytes(),
+                         (runtime / lock["packages"]["numpy"]["file_name"]).read_bytes(),
+                         lambda pyc: pyc.replace("__pycache__/", "").replace(f".{bytecode.TAG}.pyc", ".py"))
+    ours = [n for n in members((runtime / lock["packages"]["widgets-py"]["file_name"]).read_bytes()) if n.endswith(".pyc")]
+    if shutil.which("node"):  # CI has node: the bytecode must be there
+        assert {"json/__init__.pyc", "_pyodide/_base.pyc", "typing.pyc"} <= set(stdlib)
+        assert f"numpy/__pycache__/__init__.{bytecode.TAG}.pyc" in numpy
+        assert f"widgets_py/engine/__pycache__/browser.{bytecode.TAG}.pyc" in ours
+    else:
+        assert not stdlib and not numpy and not ours
+
+
+CHECK = """\
+import importlib.machinery, json, sys, zipimport
+def from_source():
+    return sorted(m.__spec__.origin for m in list(sys.modules.values())
+                  if getattr(m, "__spec__", None) and (m.__spec__.origin or "").endswith(".py"))
+compiled, booted = [], from_source()
+source_to_code, compile_source = importlib.machinery.SourceFileLoader.source_to_code, zipimport._compile_source
+def spy(self, data, path, *args, **kwargs):
+    compiled.append(path)
+    return source_to_code(self, data, path, *args, **kwargs)
+def spy_zip(path, source):
+    compiled.append(path)
+    return compile_source(path, source)
+importlib.machinery.SourceFileLoader.source_to_code, zipimport._compile_source = spy, spy_zip
+import numpy
+from widgets_py.engine.browser import modules, warm
+for name in json.loads(modules()):
+    warm(name)
+json.dumps({"booted_from_source": booted, "compiled": compiled, "loaded": len(sys.modules)})
+"""
+
+RUN = """\
+const [runtime, script] = process.argv.slice(2);
+const { loadPyodide } = require(runtime + "/pyodide.js");
+(async () => {
+  const py = await loadPyodide({ indexURL: runtime + "/", lockFileURL: runtime + "/pyodide-lock.json" });
+  await py.loadPackage("widgets-py", { messageCallback: () => {} });
+  console.log(py.runPython(require("fs").readFileSync(script, "utf8")));
+})();
+"""
+
+
+@pytest.mark.build
+def test_the_readers_interpreter_reads_the_bytecode_and_compiles_nothing(site, tmp_path):
+    """Pyodide's boot, numpy's import and every widget module's, as the worker does them, in
+    the same interpreter (node): a bytecode file with the wrong magic or flags would be
+    skipped silently and its source compiled, which this sees."""
+    if not shutil.which("node"):
+        pytest.skip("no node here to run Pyodide outside a browser (CI has it)")
+    (tmp_path / "run.js").write_text(RUN)
+    (tmp_path / "check.py").write_text(CHECK)
+    done = subprocess.run(["node", str(tmp_path / "run.js"), str(site / "pyodide"), str(tmp_path / "check.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["loaded"] > 300  # the imports did happen
+    assert got["booted_from_source"] == [] and got["compiled"] == []
