@@ -8,6 +8,13 @@ import json
 from . import registry
 
 
+def prepare() -> None:
+    """What every widget needs before any can answer, imported before the page is told the
+    widgets are ready (a widget that shows "ready" answers its first change without waiting
+    for numpy's import); the widget modules follow, one per turn (modules(), warm())."""
+    import numpy  # noqa: F401
+
+
 def modules() -> str:
     """JSON list of the widget modules, for warm(): the worker imports them one per turn once
     the page is interactive, so that the reader's first change does not pay for them all."""

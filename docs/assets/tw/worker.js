@@ -22,6 +22,7 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   importScripts("lockdown.js"); // from here on: this origin only, no eval (lockdown.js says why)
   self.twLockDown(self.location.origin);
   entry = py.pyimport(module);
+  entry.prepare(); // numpy: "ready" means a change is answered without waiting for it
   progress("A punt.", 1);
   post(P.LOADED);
   warmUp(); // not awaited: calls are answered from now on
