@@ -55,17 +55,16 @@ def workload(n: int, variability: float, gap_ms: float, seed: int, long_share: f
     return [Request(i, float(arrivals[i]), LONG_PROMPT if long[i] else PROMPT, int(outputs[i])) for i in range(n)]
 
 
-def served(requests: int, variability: int, gap: str, seed: int, slots: int, continuous: bool) -> Run:
-    """One run of the queue."""
+def served(queue: list[Request], slots: int, continuous: bool) -> Run:
+    """One run of the queue (simulate() copies it: one drawing serves every run of a change)."""
     decode_ms, prefill_ms = costs(slots)
-    return simulate(workload(requests, variability / 100, float(gap), seed), slots, continuous, decode_ms, prefill_ms)
+    return simulate(queue, slots, continuous, decode_ms, prefill_ms)
 
 
-def sustained(requests: int, variability: int, seed: int, slots: int, long_pct: int, chunk: int | None) -> Run:
+def sustained(queue: list[Request], slots: int, chunk: int | None) -> Run:
     """The chunked-prefill scenario: continuous batching under load, long prompts mixed in."""
     decode_ms, prefill_ms = costs(slots)
-    reqs = workload(requests, variability / 100, SUSTAINED_GAP_MS, seed, long_pct / 100)
-    return simulate(reqs, slots, True, decode_ms, prefill_ms, chunk)
+    return simulate(queue, slots, True, decode_ms, prefill_ms, chunk)
 
 
 def long_ttft_s(run: Run) -> float:
@@ -86,11 +85,11 @@ class State:
 def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, chunked: bool,
              chunk_tokens: int, long_pct: int, seed: int) -> State:
     decode_ms, prefill_ms = costs(slots)
-    queue = (requests, variability, arrival_gap_ms, seed, slots)
-    runs = {False: served(*queue, False), True: served(*queue, True)}
+    queue = workload(requests, variability / 100, float(arrival_gap_ms), seed)  # drawn once, run 14 times
+    runs = {False: served(queue, slots, False), True: served(queue, slots, True)}
     static, cont = runs[False].metrics(slots), runs[True].metrics(slots)
-    load = (requests, variability, seed, slots, long_pct)
-    whole_run, chunk_run = sustained(*load, None), sustained(*load, chunk_tokens)
+    load = workload(requests, variability / 100, SUSTAINED_GAP_MS, seed, long_pct / 100)
+    whole_run, chunk_run = sustained(load, slots, None), sustained(load, slots, chunk_tokens)
     whole, chunk = whole_run.metrics(slots), chunk_run.metrics(slots)
     current = chunk if chunked else whole
     outputs = [r.output for r in runs[True].requests]
@@ -120,14 +119,14 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
         if s != slots and len(gains) % 3 == 0:
             yield Partial(State(runs=runs, gains=list(gains), values=values), 0.4 + 0.6 * len(gains) / len(SLOT_SWEEP),
                           "el guany per a cada nombre de ranures")
-        gains.append(gain_at(requests, variability, arrival_gap_ms, seed, s, slots, runs))
+        gains.append(gain_at(queue, s, slots, runs))
     return State(runs=runs, gains=pretrained.derived(sweep, lambda: gains), values=values)
 
 
-def gain_at(requests: int, variability: int, gap: str, seed: int, s: int, slots: int, runs: dict) -> float:
+def gain_at(queue: list[Request], s: int, slots: int, runs: dict) -> float:
     """The gain at `s` slots of the sweep; the chosen count (`slots`) reuses `runs`."""
-    pair = runs if s == slots else {c: served(requests, variability, gap, seed, s, c) for c in (False, True)}
-    return pair[True].metrics(s)["throughput"] / pair[False].metrics(s)["throughput"]
+    pair = runs if s == slots else {c: served(queue, s, c) for c in (False, True)}
+    return pair[True].throughput() / pair[False].throughput()
 
 
 def _grid(p: dict, state: State) -> str:

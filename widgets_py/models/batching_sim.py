@@ -43,9 +43,13 @@ class Run:
     end_ms: float = 0.0
     gaps: list[tuple[float, int]] = field(default_factory=list)  # (inter-token interval, how many tokens)
 
-    def metrics(self, slots: int) -> dict:
+    def throughput(self) -> float:
+        """Generated tokens per second, from the first arrival to the last token."""
         tokens = sum(r.output for r in self.requests)
         t0 = min(r.arrival_ms for r in self.requests)
+        return tokens / ((self.end_ms - t0) / 1e3)
+
+    def metrics(self, slots: int) -> dict:
         ttft = np.array([r.first_token_ms - r.arrival_ms for r in self.requests])  # [n]
         latency = np.array([r.finish_ms - r.arrival_ms for r in self.requests])  # [n]
         occupied = self.busy_slot_iterations / self.iterations
@@ -54,7 +58,7 @@ class Run:
         gap_values = np.array([g for g, _ in self.gaps]) if self.gaps else np.zeros(1)
         gap_counts = np.array([c for _, c in self.gaps]) if self.gaps else np.ones(1, dtype=int)
         return {
-            "throughput": tokens / ((self.end_ms - t0) / 1e3),
+            "throughput": self.throughput(),
             "iterations": self.iterations,
             "occupied": occupied,
             "idle": 1.0 - occupied / slots,
