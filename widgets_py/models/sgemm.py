@@ -145,6 +145,16 @@ def head_layout(rows: int, c: int, vocab: int, start: int) -> dict:
     return out | {"end": end}
 
 
+def _ids(ids: np.ndarray, shape: tuple[int, int], n: int, what: str, of: str) -> np.ndarray:
+    """Token ids as the kernel reads them (int32, through a float32 view), refused unless
+    they have `shape` (the forward's positions) and each is one of the n rows of `of`."""
+    if ids.shape != shape:
+        raise ValueError(f"{what} {ids.shape} for a forward of {shape[0]}×{shape[1]} positions")
+    if ids.size and not 0 <= ids.min() <= ids.max() < n:
+        raise ValueError(f"{what} outside {of} (0 to {n - 1})")
+    return np.ascontiguousarray(ids, np.int32).view(np.float32)
+
+
 class Kernel:
     """The kernel's calls on a host that holds its memory (the browser's, or wasmtime's):
     products (leading axes a batch, one call for every pair, as numpy's matmul does), a
@@ -278,16 +288,15 @@ class Kernel:
         scatter = idx is not None
         if scatter:
             _float32(embedding)
-            if idx.shape != (b, t) or embedding.shape[1:] != (c,) or not embedding.flags.c_contiguous:
-                raise ValueError(f"token ids {idx.shape} and an embedding gradient {embedding.shape} for {b}×{t} positions of {c}")
-            if idx.size and not 0 <= idx.min() <= idx.max() < embedding.shape[0]:
-                raise ValueError(f"token ids outside the embedding's {embedding.shape[0]} rows")
+            if embedding.shape[1:] != (c,) or not embedding.flags.c_contiguous:
+                raise ValueError(f"an embedding gradient {embedding.shape} for rows of {c}")
+            ids = _ids(idx, (b, t), embedding.shape[0], "token ids", "the embedding's rows")
         o = backward_layout(b * t, t, c, hidden, heads, weights.size, kept.end, embedding.shape[0] if scatter else 0)
         self.host.reserve(o["end"])
         self.host.write(0, weights)  # the forward's: a product's operands since went past kept.end
         self.host.write(o["dx"], dxf if dxf.flags.c_contiguous else np.ascontiguousarray(dxf))
         if scatter:
-            self.host.write(o["idx"], np.ascontiguousarray(idx, np.int32).view(np.float32))
+            self.host.write(o["idx"], ids)
             self.host.write(o["eg"], embedding)
         self.live = None  # read once: the products after it may take its place
         self.host.backward(0, 4 * o["g"], 4 * o["dx"], b * t, t, c, heads, len(kept.regions), hidden,
@@ -310,15 +319,12 @@ class Kernel:
         _float32(wte)
         vocab, c = wte.shape
         b, t = kept.rows // kept.t, kept.t
-        if targets.shape != (b, t):
-            raise ValueError(f"targets {targets.shape} for a forward of {b}×{t} positions")
-        if targets.size and not 0 <= targets.min() <= targets.max() < vocab:
-            raise ValueError(f"targets outside the vocabulary of {vocab}")
+        ids = _ids(targets, (b, t), vocab, "targets", "the vocabulary")
         o = head_layout(kept.rows, c, vocab, kept.end)
         self.host.reserve(o["end"])
         self.host.write(o["wt"], np.ascontiguousarray(wte.T))
         self.host.write(o["w"], wte if wte.flags.c_contiguous else np.ascontiguousarray(wte))
-        self.host.write(o["targets"], np.ascontiguousarray(targets, np.int32).view(np.float32))
+        self.host.write(o["targets"], ids)
         self.host.head(4 * kept.xf, 4 * o["wt"], 4 * o["w"], 4 * o["targets"], kept.rows, c, vocab,
                        float(np.float32(targets.size)), *(4 * o[k] for k in ("logits", "stats", "probs", "dw", "dx")))
         logits, stats = np.empty((b, t, vocab), np.float32), np.empty((b, t, 2), np.float32)
