@@ -21,10 +21,10 @@ compiled on first use as before. Two stages, each cached under a hash of its inp
 - `package()`: our entry module and every widget module warmed, on top of the first stage.
   It changes with our code, and is skipped under `mkdocs serve`.
 
-The bytes depend only on the inputs: the same wasm interpreter, `PYTHONHASHSEED=0` (frozen
-sets of strings are marshalled in hash order), sorted lists, and marshal's references
-depend on the compiled code alone (compiling in a fresh interpreter gave the same bytes for
-all 267 modules). No node: the archives ship as they are, a line on stderr says so, and the
+The bytes depend only on the inputs: the same wasm interpreter, hash-based .pyc (no
+timestamps), sorted lists; marshal sorts frozen sets (Python 3.11+) and the string hash seed
+is fixed anyway; and marshal's references depend on the compiled code alone (compiling in a
+fresh interpreter gave the same bytes for all 267 modules; a test compiles twice). No node: the archives ship as they are, a line on stderr says so, and the
 site works the same, slower to start.
 """
 

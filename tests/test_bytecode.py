@@ -135,3 +135,35 @@ def test_the_readers_interpreter_reads_the_bytecode_and_compiles_nothing(site, t
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["loaded"] > 300  # the imports did happen
     assert got["booted_from_source"] == [] and got["compiled"] == []
+
+
+def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, tmp_path, capsys):
+    """No node on PATH: no bytecode, one line on stderr, and the archives exactly as pinned."""
+    from build_hooks import bundle, pyodide_bundle
+
+    files = {name: assets.fetch(name) for name in assets.PINNED}  # the cached copies, before moving the cache
+    monkeypatch.setenv("TEXTBOOK_CACHE", str(tmp_path))  # no bytecode cached: node would be needed
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(assets, "fetch", files.__getitem__)
+    assert bytecode.runtime({"pyodide.js": b""}, b"{}") is None
+    assert "no bytecode compiled" in capsys.readouterr().err
+    core, numpy, wheel = pyodide_bundle.assemble(is_serve=False)
+    assert {name: assets.sha256(data) for name, data in core.items()} == {
+        name: digest for name, digest in assets.PINNED.items() if name != assets.NUMPY_WHEEL}
+    assert (numpy.file_name, numpy.sha256) == (assets.NUMPY_WHEEL, assets.PINNED[assets.NUMPY_WHEEL])
+    assert wheel == bundle.make_wheel(bundle.package_files())
+
+
+
+@pytest.mark.build
+def test_the_same_inputs_compile_to_the_same_bytes(tmp_path):
+    """Two interpreters, each compiling what its boot and `import json` loaded: the same bytes
+    (no timestamps, nothing from the run), as every machine must ship the same archives."""
+    if not shutil.which("node"):
+        pytest.skip("no node here to run Pyodide outside a browser (CI has it)")
+    from build_hooks import bundle
+
+    files = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
+    files["pyodide-lock.json"] = bundle.lock(None).encode()
+    first, second = (bytecode._compile(files, "numpy", "import json", tmp_path / f"{i}.zip") for i in (1, 2))
+    assert len(first) > 100 and first == second
