@@ -60,8 +60,7 @@ def _record_line(name: str, data: bytes) -> str:
 
 def make_wheel(files: dict[str, Path], extra: dict[str, bytes] | None = None) -> Wheel:
     """A py3-none-any wheel of `files` (and `extra` members: bytecode), byte-identical for identical inputs."""
-    contents = {name: data for name, data in sorted({**{n: p.read_bytes() for n, p in files.items()},
-                                                      **(extra or {})}.items())}
+    contents = dict(sorted({**{name: path.read_bytes() for name, path in files.items()}, **(extra or {})}.items()))
     inputs = hashlib.sha256()
     for name, data in contents.items():
         inputs.update(name.encode() + b"\0" + hashlib.sha256(data).digest())

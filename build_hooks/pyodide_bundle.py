@@ -37,7 +37,7 @@ def assemble(is_serve: bool) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Whe
     wheel = bundle.make_wheel(sources)  # source only: what bytecode.package() loads
     core = {name: data for name, data in pinned.items() if name != assets.NUMPY_WHEEL}
     numpy = bundle.numpy_wheel(pinned[assets.NUMPY_WHEEL])
-    pycs = bytecode.runtime(pinned, bundle.lock(None).encode())
+    pycs = bytecode.runtime(pinned, bundle.lock(None, numpy).encode())
     if pycs:
         core, numpy = with_bytecode(core, numpy, pycs)
     if pycs and not is_serve:
