@@ -10,8 +10,9 @@ reached, and the bigram bound it must beat.
 
 The reference beside it: the float32 matmul peak of the same runtime at the model's own
 shapes (every product of a training step, forward and backward), measured in the same
-run, in Chromium just before and just after the training (the machine is shared, so its
-speed drifts), as the step's FLOPs over the sum of each shape's best time, twice: with
+run, in Chromium just before and just after each training (the machine is shared, so its
+speed drifts: `--rounds` trainings, each between its own two peaks, and the goal is judged
+on the median round's share), as the step's FLOPs over the sum of each shape's best time, twice: with
 numpy's ways (`@`, einsum row-wise, einsum dot-wise) and with the WebAssembly SIMD kernel
 the training multiplies with (widgets_py/models/sgemm). Goals (issue 13): >= 50 % of the
 peak, and 500 steps in <= 15 s.
@@ -23,6 +24,7 @@ import argparse
 import functools
 import http.server
 import json
+import statistics
 import sys
 import tempfile
 import threading
@@ -102,6 +104,7 @@ def cpython_peak() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=registry.get("training").params[0].default)
+    ap.add_argument("--rounds", type=int, default=3, help="browser trainings, each between two peak measurements")
     args = ap.parse_args()
     cfg, tc = pretrained.specs()["mini"]
     flops = train.flops_per_step(cfg, tc.batch)
@@ -121,52 +124,68 @@ def main() -> None:
     assert done.returncode == 0, done.stderr
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    sel = '.tw-widget[data-widget="training"]'
+    base = f"http://127.0.0.1:{httpd.server_port}/"
     (site / "peak.html").write_text(PEAK_PAGE)
+    where = next(url for url in book.widget_pages(site)
+                 if any(w["name"] == "training" for w in book.widgets((site / url).read_text())))
+    rounds = []  # (seconds, held-out loss, matmul, peak before, peak after), each round's
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         peak_page = browser.new_page()
-        peak_page.goto(f"http://127.0.0.1:{httpd.server_port}/peak.html")
-        peaks = [peak_page.evaluate(PEAK_RUN, peak_code())]
-        page = browser.new_page()
-        where = next(url for url in book.widget_pages(site)
-                     if any(w["name"] == "training" for w in book.widgets((site / url).read_text())))
-        page.goto(f"http://127.0.0.1:{httpd.server_port}/{where}")
-        page.wait_for_selector(f"{sel}[data-state=ready]", timeout=120_000)
-        page.eval_on_selector(f"{sel} [name=steps]", """(el, steps) => {
-            el.value = tw.slider.nearest(el, steps);
-            el.dispatchEvent(new Event('input', {bubbles: true}));
-        }""", args.steps)
-        page.click(f"{sel} .tw-train-start")
-        page.wait_for_function("s => document.querySelector(s).dataset.trainElapsed", arg=sel, timeout=600_000)
-        page.wait_for_function("s => !document.querySelector(s).dataset.busy", arg=sel)
-        browser_s = float(page.get_attribute(sel, "data-train-elapsed"))
-        browser_loss = json.loads(page.get_attribute(sel, "data-values"))["heldout_loss"]
-        matmul = page.get_attribute(sel, "data-train-matmul")
-        page.close()
-        peaks.append(peak_page.evaluate(PEAK_RUN, peak_code()))
+        peak_page.goto(base + "peak.html")
+        for _ in range(args.rounds):  # the machine's speed drifts: each training between its own peaks
+            before = peak_page.evaluate(PEAK_RUN, peak_code())
+            secs, loss, matmul = browser_training(browser, base + where, args.steps)
+            rounds.append((secs, loss, matmul, before, peak_page.evaluate(PEAK_RUN, peak_code())))
         browser.close()
     httpd.shutdown()
 
+    def share(r):  # of the kernel's peak around it
+        return flops * args.steps / r[0] / 1e9 / ((r[3][1] + r[4][1]) / 2)
+
+    shares = [share(r) for r in rounds]
+    browser_s, browser_loss, matmul, before, after = sorted(rounds, key=share)[len(rounds) // 2]  # the median round
+    numpy_peak, peak = ((before[i] + after[i]) / 2 for i in (0, 1))
     print(f"mini-GPT {cfg.d}×{cfg.layers}, {args.steps} steps of {tc.batch}×{cfg.context} tokens, "
           f"{flops / 1e6:.1f} MFLOP per step; bigram bound {corpus.bigram_bound():.3f} nats\n")
-    numpy_peak, peak = (sum(p[i] for p in peaks) / len(peaks) for i in (0, 1))
     print(f"{'where':<22} {'total s':>8} {'ms/step':>8} {'GFLOP/s':>8} {'peak':>7} {'of peak':>8} {'held-out':>9}")
-    for where, secs, loss, top in (("CPython (native numpy)", cpython_s, cpython_loss, cpython_peak_gflops),
+    for label, secs, loss, top in (("CPython (native numpy)", cpython_s, cpython_loss, cpython_peak_gflops),
                                    (f"Chromium ({matmul})", browser_s, browser_loss, peak)):
         rate = flops * args.steps / secs / 1e9
-        print(f"{where:<22} {secs:>8.1f} {1e3 * secs / args.steps:>8.1f} {rate:>8.2f} {top:>7.2f} "
+        print(f"{label:<22} {secs:>8.1f} {1e3 * secs / args.steps:>8.1f} {rate:>8.2f} {top:>7.2f} "
               f"{rate / top:>7.0%} {loss:>9.3f}")
     rate = flops * args.steps / browser_s / 1e9
-    per_500 = 500 * browser_s / args.steps
-    print(f"\nPyodide float32 matmul peak at the model's shapes, before and after the training: "
-          f"SIMD kernel {peaks[0][1]:.2f} and {peaks[1][1]:.2f} GFLOP/s, "
-          f"numpy's best way {peaks[0][0]:.2f} and {peaks[1][0]:.2f} GFLOP/s")
-    print(f"goal: >= {GOAL_FRACTION:.0%} of peak   measured {rate / peak:.0%} of the kernel's, "
-          f"{rate / numpy_peak:.0%} of numpy's   {'met' if rate >= GOAL_FRACTION * peak else 'NOT met'}")
-    print(f"goal: 500 steps <= {GOAL_500_STEPS_S:.0f} s   measured {per_500:.1f} s   "
+    per_500 = 500 * statistics.median(r[0] for r in rounds) / args.steps
+    print(f"\nChromium rounds (the median round above): "
+          + ", ".join(f"{r[0]:.1f} s at {x:.0%} of a kernel peak of {r[3][1]:.2f} then {r[4][1]:.2f} GFLOP/s"
+                      for r, x in zip(rounds, shares)))
+    print(f"Pyodide float32 matmul peak at the model's shapes around the median round: "
+          f"SIMD kernel {before[1]:.2f} and {after[1]:.2f} GFLOP/s, numpy's best way {before[0]:.2f} and {after[0]:.2f} GFLOP/s")
+    median_share = statistics.median(shares)
+    print(f"goal: >= {GOAL_FRACTION:.0%} of peak   measured {median_share:.0%} of the kernel's (median of {len(rounds)} rounds), "
+          f"{rate / numpy_peak:.0%} of numpy's   {'met' if median_share >= GOAL_FRACTION else 'NOT met'}")
+    print(f"goal: 500 steps <= {GOAL_500_STEPS_S:.0f} s   measured {per_500:.1f} s (median)   "
           f"{'met' if per_500 <= GOAL_500_STEPS_S else 'NOT met'}")
     print(f"browser / CPython time: {browser_s / cpython_s:.1f}×")
+
+
+def browser_training(browser, url: str, steps: int) -> tuple[float, float, str]:
+    """(seconds, held-out loss, matmul used) of one press of "Entrena des de zero" on a fresh page."""
+    sel = '.tw-widget[data-widget="training"]'
+    page = browser.new_page()
+    page.goto(url)
+    page.wait_for_selector(f"{sel}[data-state=ready]", timeout=120_000)
+    page.eval_on_selector(f"{sel} [name=steps]", """(el, steps) => {
+        el.value = tw.slider.nearest(el, steps);
+        el.dispatchEvent(new Event('input', {bubbles: true}));
+    }""", steps)
+    page.click(f"{sel} .tw-train-start")
+    page.wait_for_function("s => document.querySelector(s).dataset.trainElapsed", arg=sel, timeout=600_000)
+    page.wait_for_function("s => !document.querySelector(s).dataset.busy", arg=sel)
+    result = (float(page.get_attribute(sel, "data-train-elapsed")),
+              json.loads(page.get_attribute(sel, "data-values"))["heldout_loss"], page.get_attribute(sel, "data-train-matmul"))
+    page.close()
+    return result
 
 
 if __name__ == "__main__":
