@@ -24,8 +24,10 @@ compiled on first use as before. Two stages, each cached under a hash of its inp
 The bytes depend only on the inputs: the same wasm interpreter, hash-based .pyc (no
 timestamps), sorted lists; marshal sorts frozen sets (Python 3.11+) and the string hash seed
 is fixed anyway; and marshal's references depend on the compiled code alone (compiling in a
-fresh interpreter gave the same bytes for all 267 modules; a test compiles twice). No node: the archives ship as they are, a line on stderr says so, and the
-site works the same, slower to start.
+fresh interpreter gave the same bytes for all 267 modules; a test compiles twice).
+
+No node: the archives ship as they are, a line on stderr says so, and the site works the
+same, slower to start.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -104,7 +107,7 @@ def _read(path: Path) -> dict[str, bytes]:
 
 def _write(path: Path, pycs: dict[str, bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".part")
+    partial = path.with_suffix(f".{os.getpid()}.part")  # builds side by side never share one
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as z:
         z.comment = json.dumps(sorted(pycs)).encode()
         for name, data in sorted(pycs.items()):
