@@ -144,7 +144,8 @@ def main() -> None:
         return flops * args.steps / r[0] / 1e9 / ((r[3][1] + r[4][1]) / 2)
 
     shares = [share(r) for r in rounds]
-    browser_s, browser_loss, matmul, before, after = sorted(rounds, key=share)[len(rounds) // 2]  # the median round
+    median = sorted(range(len(rounds)), key=shares.__getitem__)[len(rounds) // 2]
+    browser_s, browser_loss, matmul, before, after = rounds[median]  # the median round
     numpy_peak, peak = ((before[i] + after[i]) / 2 for i in (0, 1))
     print(f"mini-GPT {cfg.d}×{cfg.layers}, {args.steps} steps of {tc.batch}×{cfg.context} tokens, "
           f"{flops / 1e6:.1f} MFLOP per step; bigram bound {corpus.bigram_bound():.3f} nats\n")

@@ -53,6 +53,14 @@ def package_files(package: Path = PACKAGE) -> dict[str, Path]:
             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
 
 
+def zip_entry(name: str) -> zipfile.ZipInfo:
+    """A deflated, world-readable archive member with no build time in it."""
+    entry = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+    entry.compress_type = zipfile.ZIP_DEFLATED
+    entry.external_attr = 0o644 << 16
+    return entry
+
+
 def _record_line(name: str, data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"{name},sha256={digest},{len(data)}"
@@ -74,10 +82,7 @@ def make_wheel(files: dict[str, Path], extra: dict[str, bytes] | None = None) ->
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for name, data in contents.items():
-            entry = zipfile.ZipInfo(name, date_time=ZIP_TIME)
-            entry.compress_type = zipfile.ZIP_DEFLATED
-            entry.external_attr = 0o644 << 16
-            z.writestr(entry, data)
+            z.writestr(zip_entry(name), data)
     data = out.getvalue()
     return Wheel(f"{NAME}-{version}-py3-none-any.whl", data, assets.sha256(data))
 

@@ -109,12 +109,16 @@ def _script(code: str) -> str:
 
 def runtime_files(site: Path, config: dict, cache: Path | None = None) -> dict[str, bytes]:
     """Pyodide's core files and every package of the site's lock, each checked against the sha256
-    the site's config (core files) or lock (packages) gives it, then without their bytecode
-    (bytecode.py), and the lock with the packages' new sha256: bytecode would add 2.5 MB
-    (3.3 MB in base64) to a file whose target is size, and it only saves start-up time."""
+    the site's config (core files: the pinned ones, but the stdlib that carries bytecode) or
+    lock (packages) gives it, then without their bytecode (bytecode.py), and the lock with the
+    packages' new sha256: bytecode would add 2.5 MB (3.3 MB in base64) to a file whose target
+    is size, and it only saves start-up time."""
     runtime = site / config["runtime"]
     lock_bytes = (runtime / config["lock"]).read_bytes()
     pins = dict(config["core"])
+    for name, pin in pins.items():  # bytecode is added to the stdlib only: the rest must be the pinned bytes
+        if name != bytecode.STDLIB_FILE and pin != assets.PINNED.get(name):
+            raise ExportError(f"{name}: the site names sha256 {pin}, not the pinned {assets.PINNED.get(name)}")
     pins.update({p["file_name"]: p["sha256"] for p in json.loads(lock_bytes)["packages"].values()})
     files = {config["lock"]: lock_bytes}
     for name, pin in pins.items():

@@ -125,3 +125,12 @@ def test_the_same_file_works_over_http(watched, server):
     assert_matches_cpython(page, sel)
     assert watched.errors == []
     assert [u for u in watched.requests if not u.endswith(export.SUFFIX) and not u.startswith("blob:")] == []
+
+
+@pytest.mark.build
+def test_the_export_refuses_core_files_other_than_the_pinned_ones(site):
+    """Only python_stdlib.zip may differ from its pin (it carries bytecode): a page that names
+    another pyodide.js is refused, even with a file that matches what the page says."""
+    config = {"runtime": "pyodide/", "lock": "pyodide-lock.json", "core": {"pyodide.js": "0" * 64}}
+    with pytest.raises(export.ExportError, match="pinned"):
+        export.runtime_files(site, config)
