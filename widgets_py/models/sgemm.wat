@@ -26,7 +26,18 @@
   ;; slack after each region; within a batch, into the next item, written after it).
   (func $product (param $a i32) (param $b i32) (param $c i32)
         (param $m i32) (param $k i32) (param $n i32) (param $sa_i i32) (param $sa_p i32)
-    (local $i i32) (local $j i32) (local $p i32) (local $ns i32)
+    (call $triangular (local.get $a) (local.get $b) (local.get $c) (local.get $m) (local.get $k) (local.get $n)
+                      (local.get $sa_i) (local.get $sa_p) (i32.const 0) (i32.const 0) (i32.const 0)))
+
+  ;; The same product where a causal mask leaves a triangle of zeros, skipping what the
+  ;; triangle makes 0 or nobody reads (0 turns a limit off). For the block of rows from i:
+  ;; $cols: only columns j < i + $cols are read back (the rest are left as they were);
+  ;; $upto: A[r, p] is 0 for p >= i + $upto, so the sum stops there; $from (1 or 0): A[r, p]
+  ;; is 0 for p < i, so the sum starts at i. A sum that skips zeros is the same to the bit.
+  (func $triangular (param $a i32) (param $b i32) (param $c i32)
+        (param $m i32) (param $k i32) (param $n i32) (param $sa_i i32) (param $sa_p i32)
+        (param $cols i32) (param $upto i32) (param $from i32)
+    (local $i i32) (local $j i32) (local $p i32) (local $ns i32) (local $p0 i32) (local $p1 i32)
     (local $pa i32) (local $pb i32) (local $pc i32)
     (local $b0 v128) (local $b1 v128) (local $x v128)
     (local $c00 v128) (local $c01 v128) (local $c10 v128) (local $c11 v128)
@@ -37,7 +48,16 @@
       (br_if $rows_done (i32.ge_s (local.get $i) (local.get $m)))
       ;; columns from the last block down: a last block past n spills into the next row's
       ;; first columns, which are written after it (in this block of rows, or the next)
-      (local.set $j (i32.and (i32.add (local.get $n) (i32.const 7)) (i32.const -8)))
+      (local.set $j (local.get $n))
+      (if (local.get $cols) (then (if (i32.lt_s (i32.add (local.get $i) (local.get $cols)) (local.get $n))
+        (then (local.set $j (i32.add (local.get $i) (local.get $cols)))))))
+      (local.set $j (i32.and (i32.add (local.get $j) (i32.const 7)) (i32.const -8)))
+      (local.set $p0 (i32.const 0))  ;; the sum's first and last steps for these rows
+      (if (local.get $from) (then (local.set $p0 (if (result i32) (i32.lt_s (local.get $i) (local.get $k))
+                                                   (then (local.get $i)) (else (local.get $k))))))
+      (local.set $p1 (local.get $k))
+      (if (local.get $upto) (then (if (i32.lt_s (i32.add (local.get $i) (local.get $upto)) (local.get $k))
+        (then (local.set $p1 (i32.add (local.get $i) (local.get $upto)))))))
       (block $cols_done (loop $cols
         (br_if $cols_done (i32.le_s (local.get $j) (i32.const 0)))
         (local.set $j (i32.sub (local.get $j) (i32.const 8)))
@@ -45,9 +65,11 @@
         (local.set $c10 (v128.const i32x4 0 0 0 0)) (local.set $c11 (v128.const i32x4 0 0 0 0))
         (local.set $c20 (v128.const i32x4 0 0 0 0)) (local.set $c21 (v128.const i32x4 0 0 0 0))
         (local.set $c30 (v128.const i32x4 0 0 0 0)) (local.set $c31 (v128.const i32x4 0 0 0 0))
-        (local.set $pa (i32.add (local.get $a) (i32.mul (local.get $i) (local.get $sa_i))))
-        (local.set $pb (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2))))
-        (local.set $p (local.get $k))
+        (local.set $pa (i32.add (local.get $a) (i32.add (i32.mul (local.get $i) (local.get $sa_i))
+                                                        (i32.mul (local.get $p0) (local.get $sa_p)))))
+        (local.set $pb (i32.add (local.get $b) (i32.add (i32.shl (local.get $j) (i32.const 2))
+                                                        (i32.mul (local.get $p0) (local.get $ns)))))
+        (local.set $p (i32.sub (local.get $p1) (local.get $p0)))
         (block $sum_done (loop $sum
           (br_if $sum_done (i32.le_s (local.get $p) (i32.const 0)))
           (local.set $b0 (v128.load (local.get $pb)))
@@ -85,105 +107,101 @@
   ;; Row r is query i = r mod tq of a causal attention: it sees entries j <= i + offset, the
   ;; rest become 0 (tq = 1 and offset = n - 1: every entry). With $norm = 0 the exponentials
   ;; are left unnormalised. Row r's max and sum of exponentials go to $stats + 8r.
-  ;; The max and the division are numpy's to the bit; the exponential (below) and the order
-  ;; of the sum (four lanes, then pairwise) differ in the last bits.
+  ;; Four entries at a time; where a row's last vector reaches past what it sees (hidden
+  ;; entries, or the next row's: up to 3 floats past the last row, slack), $mask keeps those
+  ;; lanes' bits. The max and the division are numpy's to the bit; the exponential (inline,
+  ;; below) and the order of the sum (four lanes, then pairwise) differ in the last bits.
   (func $softmax (export "softmax") (param $x i32) (param $rows i32) (param $n i32) (param $tq i32)
         (param $offset i32) (param $scale f32) (param $norm i32) (param $stats i32)
-    (local $r i32) (local $vis i32) (local $p i32) (local $end i32) (local $vend i32) (local $row_end i32)
-    (local $m f32) (local $s f32) (local $e f32) (local $vm v128) (local $vs v128) (local $ve v128) (local $vscale v128)
+    (local $i i32) (local $vis i32) (local $j i32) (local $p i32) (local $row_end i32)
+    (local $m f32) (local $s f32) (local $v v128) (local $vm v128) (local $vs v128) (local $vscale v128)
+    (local $mask v128) (local $e v128) (local $k v128) (local $r v128) (local $poly v128) (local $low v128)
     (local.set $vscale (f32x4.splat (local.get $scale)))
-    (local.set $r (i32.const 0))
+    (local.set $i (i32.const 0))
     (block $done (loop $row
-      (br_if $done (i32.ge_s (local.get $r) (local.get $rows)))
-      (local.set $vis (i32.add (i32.add (i32.rem_u (local.get $r) (local.get $tq)) (local.get $offset)) (i32.const 1)))
+      (br_if $done (i32.ge_s (local.get $i) (local.get $rows)))
+      (local.set $vis (i32.add (i32.add (i32.rem_u (local.get $i) (local.get $tq)) (local.get $offset)) (i32.const 1)))
       (if (i32.gt_s (local.get $vis) (local.get $n)) (then (local.set $vis (local.get $n))))
-      (local.set $end (i32.add (local.get $x) (i32.shl (local.get $vis) (i32.const 2))))
-      (local.set $vend (i32.add (local.get $x) (i32.shl (i32.and (local.get $vis) (i32.const -4)) (i32.const 2))))
       (local.set $row_end (i32.add (local.get $x) (i32.shl (local.get $n) (i32.const 2))))
       ;; the largest scaled entry the row sees
       (local.set $vm (f32x4.splat (f32.const -inf)))
-      (local.set $p (local.get $x))
+      (local.set $j (i32.const 0))
       (block $max_done (loop $max
-        (br_if $max_done (i32.ge_u (local.get $p) (local.get $vend)))
-        (local.set $vm (f32x4.max (local.get $vm) (f32x4.mul (v128.load (local.get $p)) (local.get $vscale))))
-        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br_if $max_done (i32.ge_s (local.get $j) (local.get $vis)))
+        (local.set $mask (i32x4.gt_s (i32x4.splat (i32.sub (local.get $vis) (local.get $j))) (v128.const i32x4 0 1 2 3)))
+        (local.set $vm (f32x4.max (local.get $vm)
+          (v128.bitselect (f32x4.mul (v128.load (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))
+                                     (local.get $vscale))
+                          (f32x4.splat (f32.const -inf)) (local.get $mask))))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $max)))
       (local.set $m (f32.max (f32.max (f32x4.extract_lane 0 (local.get $vm)) (f32x4.extract_lane 1 (local.get $vm)))
                              (f32.max (f32x4.extract_lane 2 (local.get $vm)) (f32x4.extract_lane 3 (local.get $vm)))))
-      (block $max_tail_done (loop $max_tail
-        (br_if $max_tail_done (i32.ge_u (local.get $p) (local.get $end)))
-        (local.set $m (f32.max (local.get $m) (f32.mul (f32.load (local.get $p)) (local.get $scale))))
-        (local.set $p (i32.add (local.get $p) (i32.const 4)))
-        (br $max_tail)))
-      ;; exp(scaled - max), and their sum
+      ;; e = exp(scaled - max), and their sum
       (local.set $vm (f32x4.splat (local.get $m)))
       (local.set $vs (v128.const f32x4 0 0 0 0))
-      (local.set $p (local.get $x))
+      (local.set $j (i32.const 0))
       (block $exp_done (loop $exp
-        (br_if $exp_done (i32.ge_u (local.get $p) (local.get $vend)))
-        (local.set $ve (call $exp (f32x4.sub (f32x4.mul (v128.load (local.get $p)) (local.get $vscale)) (local.get $vm))))
-        (v128.store (local.get $p) (local.get $ve))
-        (local.set $vs (f32x4.add (local.get $vs) (local.get $ve)))
-        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br_if $exp_done (i32.ge_s (local.get $j) (local.get $vis)))
+        (local.set $p (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))
+        (local.set $mask (i32x4.gt_s (i32x4.splat (i32.sub (local.get $vis) (local.get $j))) (v128.const i32x4 0 1 2 3)))
+        (local.set $v (v128.load (local.get $p)))
+        ;; e^v for v <= 0 in each lane, within about 1 ulp: Cephes' expf (S. L. Moshier), whose
+        ;; polynomial serves SSE and NEON ports alike. v = k·ln2 + r, |r| <= ln2/2 (ln2 in two
+        ;; parts, so k·ln2 loses no bits), e^r by the polynomial, 2^k by building its exponent
+        ;; bits. Below ln(2^-126) the result is 0 (numpy's would be a subnormal, under 1.2e-38).
+        (local.set $e (f32x4.sub (f32x4.mul (local.get $v) (local.get $vscale)) (local.get $vm)))
+        (local.set $low (f32x4.lt (local.get $e) (f32x4.splat (f32.const -87.33654))))
+        (local.set $e (f32x4.max (local.get $e) (f32x4.splat (f32.const -87.33654))))
+        (local.set $k (f32x4.nearest (f32x4.mul (local.get $e) (f32x4.splat (f32.const 1.44269504088896341)))))
+        (local.set $r (f32x4.sub (local.get $e) (f32x4.mul (local.get $k) (f32x4.splat (f32.const 0.693359375)))))
+        (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $k) (f32x4.splat (f32.const -2.12194440e-4)))))
+        (local.set $poly (f32x4.splat (f32.const 1.9875691500e-4)))
+        (local.set $poly (f32x4.add (f32x4.mul (local.get $poly) (local.get $r)) (f32x4.splat (f32.const 1.3981999507e-3))))
+        (local.set $poly (f32x4.add (f32x4.mul (local.get $poly) (local.get $r)) (f32x4.splat (f32.const 8.3334519073e-3))))
+        (local.set $poly (f32x4.add (f32x4.mul (local.get $poly) (local.get $r)) (f32x4.splat (f32.const 4.1665795894e-2))))
+        (local.set $poly (f32x4.add (f32x4.mul (local.get $poly) (local.get $r)) (f32x4.splat (f32.const 1.6666665459e-1))))
+        (local.set $poly (f32x4.add (f32x4.mul (local.get $poly) (local.get $r)) (f32x4.splat (f32.const 5.0000001201e-1))))
+        (local.set $poly (f32x4.add (f32x4.add (f32x4.mul (local.get $poly) (f32x4.mul (local.get $r) (local.get $r)))
+                                               (local.get $r)) (f32x4.splat (f32.const 1))))
+        (local.set $e (v128.and
+          (f32x4.mul (local.get $poly) (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $k)) (i32x4.splat (i32.const 127)))
+                                                  (i32.const 23)))
+          (v128.andnot (local.get $mask) (local.get $low))))  ;; 0 below the range, and where the row does not see
+        (v128.store (local.get $p) (v128.bitselect (local.get $e) (local.get $v) (local.get $mask)))
+        (local.set $vs (f32x4.add (local.get $vs) (local.get $e)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $exp)))
       (local.set $s (f32.add (f32.add (f32x4.extract_lane 0 (local.get $vs)) (f32x4.extract_lane 1 (local.get $vs)))
                              (f32.add (f32x4.extract_lane 2 (local.get $vs)) (f32x4.extract_lane 3 (local.get $vs)))))
-      (block $exp_tail_done (loop $exp_tail
-        (br_if $exp_tail_done (i32.ge_u (local.get $p) (local.get $end)))
-        (local.set $e (f32x4.extract_lane 0 (call $exp (f32x4.splat
-          (f32.sub (f32.mul (f32.load (local.get $p)) (local.get $scale)) (local.get $m))))))
-        (f32.store (local.get $p) (local.get $e))
-        (local.set $s (f32.add (local.get $s) (local.get $e)))
-        (local.set $p (i32.add (local.get $p) (i32.const 4)))
-        (br $exp_tail)))
+      (local.set $p (i32.add (local.get $x) (i32.shl (local.get $vis) (i32.const 2))))
       (block $hidden_done (loop $hidden  ;; what the query may not see weighs 0
-        (br_if $hidden_done (i32.ge_u (local.get $p) (local.get $row_end)))
+        (br_if $hidden_done (i32.gt_u (i32.add (local.get $p) (i32.const 16)) (local.get $row_end)))
+        (v128.store (local.get $p) (v128.const i32x4 0 0 0 0))
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br $hidden)))
+      (block $hidden_tail_done (loop $hidden_tail
+        (br_if $hidden_tail_done (i32.ge_u (local.get $p) (local.get $row_end)))
         (f32.store (local.get $p) (f32.const 0))
         (local.set $p (i32.add (local.get $p) (i32.const 4)))
-        (br $hidden)))
+        (br $hidden_tail)))
       (f32.store (local.get $stats) (local.get $m))
       (f32.store offset=4 (local.get $stats) (local.get $s))
       (if (local.get $norm) (then
         (local.set $vs (f32x4.splat (local.get $s)))
-        (local.set $p (local.get $x))
+        (local.set $j (i32.const 0))
         (block $div_done (loop $div
-          (br_if $div_done (i32.ge_u (local.get $p) (local.get $vend)))
-          (v128.store (local.get $p) (f32x4.div (v128.load (local.get $p)) (local.get $vs)))
-          (local.set $p (i32.add (local.get $p) (i32.const 16)))
-          (br $div)))
-        (block $div_tail_done (loop $div_tail
-          (br_if $div_tail_done (i32.ge_u (local.get $p) (local.get $end)))
-          (f32.store (local.get $p) (f32.div (f32.load (local.get $p)) (local.get $s)))
-          (local.set $p (i32.add (local.get $p) (i32.const 4)))
-          (br $div_tail)))))
+          (br_if $div_done (i32.ge_s (local.get $j) (local.get $vis)))
+          (local.set $p (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))
+          (local.set $mask (i32x4.gt_s (i32x4.splat (i32.sub (local.get $vis) (local.get $j))) (v128.const i32x4 0 1 2 3)))
+          (local.set $v (v128.load (local.get $p)))
+          (v128.store (local.get $p) (v128.bitselect (f32x4.div (local.get $v) (local.get $vs)) (local.get $v) (local.get $mask)))
+          (local.set $j (i32.add (local.get $j) (i32.const 4)))
+          (br $div)))))
       (local.set $x (local.get $row_end))
       (local.set $stats (i32.add (local.get $stats) (i32.const 8)))
-      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
       (br $row))))
-
-  ;; e^v in each lane, for v <= 0, within about 1 ulp: Cephes' expf (S. L. Moshier), whose
-  ;; polynomial serves SSE and NEON ports alike. v = k·ln2 + r, |r| <= ln2/2 (ln2 in two
-  ;; parts, so k·ln2 loses no bits), e^r by the polynomial, 2^k by building its exponent bits.
-  ;; Below ln(2^-126) the result is 0 (numpy's would be a subnormal, under 1.2e-38).
-  (func $exp (param $v v128) (result v128)
-    (local $k v128) (local $r v128) (local $p v128) (local $low v128)
-    (local.set $low (f32x4.lt (local.get $v) (f32x4.splat (f32.const -87.33654))))
-    (local.set $v (f32x4.max (local.get $v) (f32x4.splat (f32.const -87.33654))))
-    (local.set $k (f32x4.nearest (f32x4.mul (local.get $v) (f32x4.splat (f32.const 1.44269504088896341)))))
-    (local.set $r (f32x4.sub (local.get $v) (f32x4.mul (local.get $k) (f32x4.splat (f32.const 0.693359375)))))
-    (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $k) (f32x4.splat (f32.const -2.12194440e-4)))))
-    (local.set $p (f32x4.splat (f32.const 1.9875691500e-4)))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 1.3981999507e-3))))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 8.3334519073e-3))))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 4.1665795894e-2))))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 1.6666665459e-1))))
-    (local.set $p (f32x4.add (f32x4.mul (local.get $p) (local.get $r)) (f32x4.splat (f32.const 5.0000001201e-1))))
-    (local.set $p (f32x4.add (f32x4.add (f32x4.mul (local.get $p) (f32x4.mul (local.get $r) (local.get $r)))
-                                        (local.get $r)) (f32x4.splat (f32.const 1))))
-    (v128.andnot
-      (f32x4.mul (local.get $p) (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $k)) (i32x4.splat (i32.const 127)))
-                                           (i32.const 23)))
-      (local.get $low)))
 
   ;; ---- a whole inference forward, for numpy's per-call cost in Pyodide ----------------
   ;; Every transformer block of the mini-GPT (gpt.block, without caches) and the final layer
@@ -387,6 +405,25 @@
       (local.set $y (i32.add (local.get $y) (i32.const 4)))
       (br $tail))))
 
+  ;; dst[0:bytes] = src[0:bytes], bytes a multiple of 4, regions apart: a head's row of a few
+  ;; floats (memory.copy calls out of WebAssembly, which costs more than such a row's copy).
+  (func $copy (param $dst i32) (param $src i32) (param $bytes i32)
+    (local $end i32)
+    (local.set $end (i32.add (local.get $dst) (i32.and (local.get $bytes) (i32.const -16))))
+    (block $done (loop $vec
+      (br_if $done (i32.ge_u (local.get $dst) (local.get $end)))
+      (v128.store (local.get $dst) (v128.load (local.get $src)))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 16)))
+      (local.set $src (i32.add (local.get $src) (i32.const 16)))
+      (br $vec)))
+    (local.set $end (i32.add (local.get $end) (i32.and (local.get $bytes) (i32.const 15))))
+    (block $tail_done (loop $tail
+      (br_if $tail_done (i32.ge_u (local.get $dst) (local.get $end)))
+      (f32.store (local.get $dst) (f32.load (local.get $src)))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 4)))
+      (local.set $src (i32.add (local.get $src) (i32.const 4)))
+      (br $tail))))
+
   ;; Causal self-attention of each sequence of t rows and each head (gpt.attention): q, k, v
   ;; are the head's columns of qkv [rows, 3c]; y [rows, c] gets the heads side by side. With
   ;; a cache (one sequence), the `past` keys and values come first, from $kvp ([2, heads,
@@ -397,7 +434,7 @@
         (param $heads i32) (param $scale f32) (param $past i32) (param $kvp i32) (param $kvn i32)
         (param $kt i32) (param $vs i32) (param $scratch i32) (param $atts i32) (param $yo i32) (param $stats i32)
     (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $q i32) (local $row3 i32)
-    (local $n i32) (local $pk i32) (local $nk i32) (local $src i32) (local $k f32) (local $v f32)
+    (local $n i32) (local $pk i32) (local $nk i32) (local $src i32)
     (local $dk i32) (local $dv i32) (local $dn i32) (local $c4 i32) (local $n4 i32) (local $tc4 i32) (local $sc i32)
     (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
     (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))  ;; bytes from a row's k to its v
@@ -436,42 +473,40 @@
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $past_keys)))
         (local.set $i (i32.const 0))
-        (block $copy_done (loop $copy  ;; kt[d, past + i] = k[i, d], vs[past + i, d] = v[i, d]
+        (block $copy_done (loop $copy  ;; vs[past + i] = v[i]; kt[d, past + i] = k[i, d]
           (br_if $copy_done (i32.ge_s (local.get $i) (local.get $t)))
           (local.set $src (i32.add (local.get $q) (i32.add (i32.mul (local.get $i) (local.get $row3))
                                                            (i32.shl (local.get $c) (i32.const 2)))))  ;; k[i, 0]
+          (call $copy (i32.add (local.get $vs) (i32.shl (i32.mul (i32.add (local.get $past) (local.get $i)) (local.get $hs))
+                                                        (i32.const 2)))
+                      (i32.add (local.get $src) (local.get $c4)) (i32.shl (local.get $hs) (i32.const 2)))  ;; v[i], c floats on
+          (if (local.get $kvn) (then  ;; the cache's new rows: K [heads, t, hs], then V
+            (local.set $dn (i32.add (local.get $nk) (i32.shl (i32.mul (local.get $i) (local.get $hs)) (i32.const 2))))
+            (call $copy (local.get $dn) (local.get $src) (i32.shl (local.get $hs) (i32.const 2)))
+            (call $copy (i32.add (local.get $dn) (local.get $tc4)) (i32.add (local.get $src) (local.get $c4))
+                        (i32.shl (local.get $hs) (i32.const 2)))))
           (local.set $dk (i32.add (local.get $kt) (i32.shl (i32.add (local.get $past) (local.get $i)) (i32.const 2))))
-          (local.set $dv (i32.add (local.get $vs) (i32.shl (i32.mul (i32.add (local.get $past) (local.get $i)) (local.get $hs))
-                                                           (i32.const 2))))
-          (local.set $dn (i32.add (local.get $nk) (i32.shl (i32.mul (local.get $i) (local.get $hs)) (i32.const 2))))
-          (local.set $d (i32.const 0))
+          (local.set $dv (i32.add (local.get $src) (i32.shl (local.get $hs) (i32.const 2))))  ;; k[i]'s end
           (block $d_done (loop $dl
-            (br_if $d_done (i32.ge_s (local.get $d) (local.get $hs)))
-            (local.set $k (f32.load (local.get $src)))
-            (local.set $v (f32.load (i32.add (local.get $src) (local.get $c4))))  ;; v[i, d], c floats on
-            (f32.store (local.get $dk) (local.get $k))
-            (f32.store (local.get $dv) (local.get $v))
-            (if (local.get $kvn) (then  ;; the cache's new rows: K [heads, t, hs], then V
-              (f32.store (local.get $dn) (local.get $k))
-              (f32.store (i32.add (local.get $dn) (local.get $tc4)) (local.get $v))))
+            (br_if $d_done (i32.ge_u (local.get $src) (local.get $dv)))
+            (f32.store (local.get $dk) (f32.load (local.get $src)))
             (local.set $src (i32.add (local.get $src) (i32.const 4)))
             (local.set $dk (i32.add (local.get $dk) (local.get $n4)))
-            (local.set $dv (i32.add (local.get $dv) (i32.const 4)))
-            (local.set $dn (i32.add (local.get $dn) (i32.const 4)))
-            (local.set $d (i32.add (local.get $d) (i32.const 1)))
             (br $dl)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $copy)))
-        (call $product (local.get $q) (local.get $kt) (local.get $sc) (local.get $t) (local.get $hs) (local.get $n)
-                       (local.get $row3) (i32.const 4))  ;; scores [t, past + t]
+        (call $triangular (local.get $q) (local.get $kt) (local.get $sc) (local.get $t) (local.get $hs) (local.get $n)
+                          (local.get $row3) (i32.const 4)  ;; scores [t, past + t], those the queries see
+                          (i32.add (local.get $past) (i32.const 4)) (i32.const 0) (i32.const 0))
         (call $softmax (local.get $sc) (local.get $t) (local.get $n) (local.get $t) (local.get $past) (local.get $scale)
                        (i32.const 1) (local.get $stats))
-        (call $product (local.get $sc) (local.get $vs) (local.get $yo) (local.get $t) (local.get $n) (local.get $hs)
-                       (i32.shl (local.get $n) (i32.const 2)) (i32.const 4))  ;; [t, hs]
+        (call $triangular (local.get $sc) (local.get $vs) (local.get $yo) (local.get $t) (local.get $n) (local.get $hs)
+                          (i32.shl (local.get $n) (i32.const 2)) (i32.const 4)  ;; [t, hs], over the keys seen
+                          (i32.const 0) (i32.add (local.get $past) (i32.const 4)) (i32.const 0))
         (local.set $i (i32.const 0))
         (block $out_done (loop $out  ;; y[s + i, hd*hs + d] = yo[i, d]
           (br_if $out_done (i32.ge_s (local.get $i) (local.get $t)))
-          (memory.copy
+          (call $copy
             (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (local.get $c))
                                                       (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2)))
             (i32.add (local.get $yo) (i32.shl (i32.mul (local.get $i) (local.get $hs)) (i32.const 2)))
@@ -820,11 +855,11 @@
         (param $qc i32) (param $kc i32)
     (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $j i32) (local $item i32)
     (local $src i32) (local $ah i32) (local $row i32) (local $arow i32) (local $sum f32)
-    (local $t4 i32) (local $hs4 i32) (local $out i32) (local $tv i32) (local $vs v128) (local $vsum v128) (local $vroot v128)
+    (local $t4 i32) (local $hs4 i32) (local $out i32) (local $lim i32) (local $lv i32) (local $vs v128) (local $vsum v128)
+    (local $vroot v128)
     (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
     (local.set $t4 (i32.shl (local.get $t) (i32.const 2)))
     (local.set $hs4 (i32.shl (local.get $hs) (i32.const 2)))
-    (local.set $tv (i32.shl (i32.and (local.get $t) (i32.const -4)) (i32.const 2)))  ;; a row's bytes in whole vectors
     (local.set $vroot (f32x4.splat (local.get $root)))
     (local.set $s (i32.const 0))
     (block $seqs_done (loop $seqs
@@ -837,14 +872,14 @@
         (local.set $i (i32.const 0))
         (block $in_done (loop $in  ;; doh[i] = dy[s + i, head's columns]; qc[i], kc[i] = its q, k; vt[d, i] = v[i, d]
           (br_if $in_done (i32.ge_s (local.get $i) (local.get $t)))
-          (memory.copy (i32.add (local.get $doh) (i32.mul (local.get $i) (local.get $hs4)))
+          (call $copy (i32.add (local.get $doh) (i32.mul (local.get $i) (local.get $hs4)))
                        (i32.add (local.get $dy) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (local.get $c))
                                                                   (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2)))
                        (local.get $hs4))
           (local.set $src (i32.add (local.get $qkv) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (i32.mul (local.get $c) (i32.const 3)))
                                                                        (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
-          (memory.copy (i32.add (local.get $qc) (i32.mul (local.get $i) (local.get $hs4))) (local.get $src) (local.get $hs4))
-          (memory.copy (i32.add (local.get $kc) (i32.mul (local.get $i) (local.get $hs4)))
+          (call $copy (i32.add (local.get $qc) (i32.mul (local.get $i) (local.get $hs4))) (local.get $src) (local.get $hs4))
+          (call $copy (i32.add (local.get $kc) (i32.mul (local.get $i) (local.get $hs4)))
                        (i32.add (local.get $src) (i32.shl (local.get $c) (i32.const 2))) (local.get $hs4))
           (local.set $src (i32.add (local.get $src) (i32.shl (local.get $c) (i32.const 3))))  ;; the row's v
           (local.set $d (i32.const 0))
@@ -856,19 +891,23 @@
             (br $dl)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $in)))
-        (call $product (local.get $doh) (local.get $vt) (local.get $datt) (local.get $t) (local.get $hs) (local.get $t)
-                       (local.get $hs4) (i32.const 4))  ;; datt [t, t]
-        (call $product (local.get $ah) (local.get $doh) (local.get $dvh) (local.get $t) (local.get $t) (local.get $hs)
-                       (i32.const 4) (local.get $t4))  ;; dv = att^T @ doh
+        (call $triangular (local.get $doh) (local.get $vt) (local.get $datt) (local.get $t) (local.get $hs) (local.get $t)
+                          (local.get $hs4) (i32.const 4) (i32.const 4) (i32.const 0) (i32.const 0))  ;; datt [t, t], where att is not 0
+        (call $triangular (local.get $ah) (local.get $doh) (local.get $dvh) (local.get $t) (local.get $t) (local.get $hs)
+                          (i32.const 4) (local.get $t4) (i32.const 0) (i32.const 0) (i32.const 1))  ;; dv = att^T @ doh
         (local.set $i (i32.const 0))
-        (block $rows_done (loop $rowsl  ;; datt -> dscores
+        (block $rows_done (loop $rowsl  ;; datt -> dscores, where dq and dk read it
           (br_if $rows_done (i32.ge_s (local.get $i) (local.get $t)))
           (local.set $row (i32.add (local.get $datt) (i32.mul (local.get $i) (local.get $t4))))
           (local.set $arow (i32.add (local.get $ah) (i32.mul (local.get $i) (local.get $t4))))
+          ;; query i sees keys up to i: its row to the end of that vector (att is 0 past i), in bytes
+          (local.set $lim (i32.shl (i32.and (i32.add (local.get $i) (i32.const 4)) (i32.const -4)) (i32.const 2)))
+          (if (i32.gt_s (local.get $lim) (local.get $t4)) (then (local.set $lim (local.get $t4))))
+          (local.set $lv (i32.and (local.get $lim) (i32.const -16)))  ;; of it, in whole vectors
           (local.set $vs (v128.const f32x4 0 0 0 0))
           (local.set $j (i32.const 0))
           (block $vdot_done (loop $vdot  ;; rowsum(datt * att), four lanes, then the rest
-            (br_if $vdot_done (i32.ge_s (local.get $j) (local.get $tv)))
+            (br_if $vdot_done (i32.ge_s (local.get $j) (local.get $lv)))
             (local.set $vs (f32x4.add (local.get $vs) (f32x4.mul (v128.load (i32.add (local.get $row) (local.get $j)))
                                                                  (v128.load (i32.add (local.get $arow) (local.get $j))))))
             (local.set $j (i32.add (local.get $j) (i32.const 16)))
@@ -876,7 +915,7 @@
           (local.set $sum (f32.add (f32.add (f32x4.extract_lane 0 (local.get $vs)) (f32x4.extract_lane 1 (local.get $vs)))
                                    (f32.add (f32x4.extract_lane 2 (local.get $vs)) (f32x4.extract_lane 3 (local.get $vs)))))
           (block $dot_done (loop $dot
-            (br_if $dot_done (i32.ge_s (local.get $j) (local.get $t4)))
+            (br_if $dot_done (i32.ge_s (local.get $j) (local.get $lim)))
             (local.set $sum (f32.add (local.get $sum) (f32.mul (f32.load (i32.add (local.get $row) (local.get $j)))
                                                                (f32.load (i32.add (local.get $arow) (local.get $j))))))
             (local.set $j (i32.add (local.get $j) (i32.const 4)))
@@ -884,7 +923,7 @@
           (local.set $vsum (f32x4.splat (local.get $sum)))
           (local.set $j (i32.const 0))
           (block $vds_done (loop $vds  ;; dscores = att * (datt - rowsum) / root, four at a time
-            (br_if $vds_done (i32.ge_s (local.get $j) (local.get $tv)))
+            (br_if $vds_done (i32.ge_s (local.get $j) (local.get $lv)))
             (v128.store (i32.add (local.get $row) (local.get $j))
               (f32x4.div (f32x4.mul (v128.load (i32.add (local.get $arow) (local.get $j)))
                                     (f32x4.sub (v128.load (i32.add (local.get $row) (local.get $j))) (local.get $vsum)))
@@ -892,7 +931,7 @@
             (local.set $j (i32.add (local.get $j) (i32.const 16)))
             (br $vds)))
           (block $ds_done (loop $ds
-            (br_if $ds_done (i32.ge_s (local.get $j) (local.get $t4)))
+            (br_if $ds_done (i32.ge_s (local.get $j) (local.get $lim)))
             (f32.store (i32.add (local.get $row) (local.get $j))
               (f32.div (f32.mul (f32.load (i32.add (local.get $arow) (local.get $j)))
                                 (f32.sub (f32.load (i32.add (local.get $row) (local.get $j))) (local.get $sum)))
@@ -901,19 +940,19 @@
             (br $ds)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $rowsl)))
-        (call $product (local.get $datt) (local.get $kc) (local.get $dqh) (local.get $t) (local.get $t) (local.get $hs)
-                       (local.get $t4) (i32.const 4))  ;; dq = dscores @ k
-        (call $product (local.get $datt) (local.get $qc) (local.get $dkh) (local.get $t) (local.get $t) (local.get $hs)
-                       (i32.const 4) (local.get $t4))  ;; dk = dscores^T @ q
+        (call $triangular (local.get $datt) (local.get $kc) (local.get $dqh) (local.get $t) (local.get $t) (local.get $hs)
+                          (local.get $t4) (i32.const 4) (i32.const 0) (i32.const 4) (i32.const 0))  ;; dq = dscores @ k
+        (call $triangular (local.get $datt) (local.get $qc) (local.get $dkh) (local.get $t) (local.get $t) (local.get $hs)
+                          (i32.const 4) (local.get $t4) (i32.const 0) (i32.const 0) (i32.const 1))  ;; dk = dscores^T @ q
         (local.set $i (i32.const 0))
         (block $out_done (loop $outl  ;; the head's columns of dqkv, row by row
           (br_if $out_done (i32.ge_s (local.get $i) (local.get $t)))
           (local.set $out (i32.add (local.get $dqkv) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (i32.mul (local.get $c) (i32.const 3)))
                                                                      (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
-          (memory.copy (local.get $out) (i32.add (local.get $dqh) (i32.mul (local.get $i) (local.get $hs4))) (local.get $hs4))
-          (memory.copy (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 2)))
+          (call $copy (local.get $out) (i32.add (local.get $dqh) (i32.mul (local.get $i) (local.get $hs4))) (local.get $hs4))
+          (call $copy (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 2)))
                        (i32.add (local.get $dkh) (i32.mul (local.get $i) (local.get $hs4))) (local.get $hs4))
-          (memory.copy (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 3)))
+          (call $copy (i32.add (local.get $out) (i32.shl (local.get $c) (i32.const 3)))
                        (i32.add (local.get $dvh) (i32.mul (local.get $i) (local.get $hs4))) (local.get $hs4))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $outl)))
