@@ -389,6 +389,38 @@ def test_the_loss_head_in_one_call_is_the_kernels_pieces_to_the_bit():
         k.head(kept, wte, targets[:2])
 
 
+def test_a_held_out_loss_in_one_call_is_the_kernels_pieces_to_the_bit_and_float64s_within_rounding():
+    """gpt.loss through the kernel (the forward, then the head's loss parts where its output
+    lies) gives the bits of the forward, the head's product and exp_rows called one by one,
+    and numpy's float64 loss within float32 rounding; it refuses foreign targets."""
+    from widgets_py.models import gpt
+
+    cfg = gpt.GPTConfig(vocab=13, d=12, layers=2, heads=3, context=7, mlp=2)
+    rng = np.random.default_rng(5)
+    k, p = kernel(), gpt.init(cfg, 3)
+    p["wte"] = p["wte"] + np.float32(0.5) * rng.standard_normal(p["wte"].shape, np.float32)  # logits that differ
+    idx, targets = rng.integers(0, 13, (5, 7)), rng.integers(0, 13, (5, 7))
+    x, w = p["wte"][idx] + gpt.positions(0, 7, cfg.d), gpt.packed(p, cfg)
+    picked, top, total = k.loss(x, w, cfg.heads, cfg.layers, cfg.mlp * cfg.d, p["wte"], targets)
+    logits = k.nn(k.forward(x, w, cfg.heads, cfg.layers, cfg.mlp * cfg.d).reshape(-1, 12),
+                  np.ascontiguousarray(p["wte"].T)).reshape(5, 7, 13)
+    _, want_top, want_total = k.exp_rows(logits)
+    for got, ref in ((picked, np.take_along_axis(logits, targets[..., None], -1)), (top, want_top), (total, want_total)):
+        np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
+    held = gpt.KERNEL, gpt.EINSUM
+    gpt.KERNEL, gpt.EINSUM = k, True
+    try:
+        got = gpt.loss(p, cfg, idx, targets)
+    finally:
+        gpt.KERNEL, gpt.EINSUM = held
+    ref = gpt.loss({name: v.astype(np.float64) for name, v in p.items()}, cfg, idx, targets)
+    assert abs(got - ref) < 1e-6 * abs(ref)  # float32 rounding: some 1e-7 here
+    with pytest.raises(ValueError, match="vocabulary"):
+        k.loss(x, w, cfg.heads, cfg.layers, cfg.mlp * cfg.d, p["wte"], np.full((5, 7), 13))
+    with pytest.raises(ValueError, match="targets"):
+        k.loss(x, w, cfg.heads, cfg.layers, cfg.mlp * cfg.d, p["wte"], targets[:2])
+
+
 def test_quantizes_activation_maxima_read_the_kernels_kept_caches():
     """SmoothQuant's activation maxima read block()'s caches after a training-style forward:
     through the kernel they come from its memory (gpt.Resident), numpy's within rounding."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..engine import fmt
 from ..models import corpus, gpt, pretrained
-from ..models.numformats import BITS, decode, encode, quantize
+from ..models.numformats import BITS, decode, encode_many, quantize
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot
@@ -100,15 +100,11 @@ def smooth(p: dict, act_max: dict[str, np.ndarray], layers: int) -> dict:
 
 def quantize_model(p: dict, name: str, group: int | None, int8_rows: bool) -> tuple[dict, int, int, int]:
     """(quantized params, stored bits, weights, 16-bit channels) over every matrix."""
-    out, bits, n, kept = dict(p), 0, 0, 0
-    for k, v in p.items():
-        if v.ndim != 2:
-            continue
-        w = input_major(k, v)  # [in, out]
-        s = encode(w, name, group, outlier_rows(w) if int8_rows and name != "bf16" else None)
-        out[k] = input_major(k, decode(s))
-        bits, n, kept = bits + s.bits(), n + v.size, kept + int(s.kept.sum())
-    return out, bits, n, kept
+    names = [k for k, v in p.items() if v.ndim == 2]
+    ws = [input_major(k, p[k]) for k in names]  # each [in, out]
+    stored = encode_many(ws, name, group, [outlier_rows(w) for w in ws] if int8_rows and name != "bf16" else None)
+    out = dict(p) | {k: input_major(k, decode(s)) for k, s in zip(names, stored)}
+    return (out, sum(s.bits() for s in stored), sum(w.size for w in ws), sum(int(s.kept.sum()) for s in stored))
 
 
 def model(outliers: float) -> tuple[gpt.GPTConfig, dict]:

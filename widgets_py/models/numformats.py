@@ -119,21 +119,47 @@ class Stored:
 
 def encode(w: np.ndarray, fmt: str, group: int | None, kept: np.ndarray | None = None) -> Stored:
     """Quantize w [in, out]: symmetric absmax scale per group; `kept` input rows stay in bf16."""
-    kept = np.zeros(w.shape[0], bool) if kept is None else kept
-    rest = w[~kept].astype(np.float64)  # [in - kept, out]
+    return encode_many([w], fmt, group, None if kept is None else [kept])[0]
+
+
+def encode_many(ws: list[np.ndarray], fmt: str, group: int | None, kept: list | None = None) -> list[Stored]:
+    """encode() of each matrix [in, out], with the array work of all of them done at once:
+    in Pyodide numpy's cost per call (tens of microseconds) outweighs a small matrix's
+    arithmetic, and a model quantizes a dozen of them. Element by element the same."""
+    kept = [np.zeros(w.shape[0], bool) for w in ws] if kept is None else kept
     if fmt == "bf16":
-        return Stored(fmt, None, w.shape, bf16(w), np.zeros((0, 1)), np.zeros(w.shape[0], bool), np.zeros((0, w.shape[1])))
-    g = to_groups(rest, group)  # [groups, size]
+        return [Stored(fmt, None, w.shape, bf16(w), np.zeros((0, 1)), np.zeros(w.shape[0], bool), np.zeros((0, w.shape[1])))
+                for w in ws]
+    rests = [w[~k].astype(np.float64) for w, k in zip(ws, kept)]  # each [in - kept, out]
+    gs = [to_groups(r, group) for r in rests]  # each [groups, size]
+    counts = np.cumsum([len(g) for g in gs])[:-1]  # where each matrix's groups start, past the first
     top = {"fp8": E4M3_MAX, "nf4": 1.0}.get(fmt) or INT_TOP[fmt]
-    scale = bf16(np.abs(g).max(1, keepdims=True) / top).astype(np.float64)  # [groups, 1], stored in bf16
-    scale[scale == 0] = 1.0  # an all-zero group: any scale gives zeros
-    if fmt == "fp8":
-        codes = e4m3(g / scale)
-    elif fmt == "nf4":
-        codes = np.abs((g / scale)[..., None] - NF4).argmin(-1)  # [groups, size] index of the nearest level
+    if group is None:  # one group per matrix, of its own size: every weight beside its group's scale
+        absmax = np.array([[np.abs(g).max()] for g in gs])  # [matrices, 1]
+        sizes = [g.size for g in gs]
+        g = np.concatenate([g.ravel() for g in gs])  # [weights]
     else:
-        codes = np.clip(np.round(g / scale), -top, top)
-    return Stored(fmt, group, w.shape, from_groups(codes, rest.shape, group), scale, kept, bf16(w[kept]))
+        g = np.concatenate(gs)  # [groups, size]
+        absmax = np.abs(g).max(1, keepdims=True)  # [groups, 1]
+    scale = bf16(absmax / top).astype(np.float64)  # [groups, 1], stored in bf16
+    scale[scale == 0] = 1.0  # an all-zero group: any scale gives zeros
+    x = g / (np.repeat(scale.ravel(), sizes) if group is None else scale)
+    if fmt == "fp8":
+        codes = e4m3(x)
+    elif fmt == "nf4":
+        codes = np.abs(x[..., None] - NF4).argmin(-1)  # index of the nearest level
+    else:
+        codes = np.clip(np.round(x), -top, top)
+    if group is None:
+        codes = [c.reshape(1, -1) for c in np.split(codes, np.cumsum(sizes)[:-1])]  # each [1, size]
+    else:
+        codes = np.split(codes, counts)  # each [groups, size]
+    scales = np.split(scale, counts)
+    rows16 = np.split(bf16(np.concatenate([w[k].ravel() for w, k in zip(ws, kept)])),
+                      np.cumsum([int(k.sum()) * w.shape[1] for w, k in zip(ws, kept)])[:-1])
+    return [Stored(fmt, group, w.shape, from_groups(c, r.shape, group), s, k,
+                   r16.reshape(-1, w.shape[1]))
+            for w, k, r, c, s, r16 in zip(ws, kept, rests, codes, scales, rows16)]
 
 
 def decode(s: Stored) -> np.ndarray:

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 WAT, WASM = HERE / "sgemm.wat", HERE / "sgemm.wasm"
 PAGE = 65536  # bytes in a WebAssembly memory page
 VIEWS = 256  # views of the kernel's memory kept (three per product shape)
-EXPORTS = ("sgemm", "softmax", "forward", "backward", "adamw", "head")  # sgemm.wat's functions, as a host offers them
+EXPORTS = ("sgemm", "softmax", "forward", "backward", "adamw", "head", "nll")  # sgemm.wat's functions, as a host offers them
 
 
 def layout(m: int, k: int, n: int, count: int = 1) -> tuple[int, int, int]:
@@ -203,6 +203,34 @@ class Kernel:
         (gpt.hidden_states): one call, the weights flat in gpt.KERNEL_ORDER. -> [B, T, C]."""
         return self._blocks(x, weights, heads, layers, hidden, None, keep=False)[0]
 
+    def loss(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int, wte: np.ndarray,
+             targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`forward`, then the tied head's loss parts over its output where it lies (gpt.loss):
+        wte [V, C], targets [B, T] -> (each position's target logit, the max of its logits and
+        the sum of their exponentials, each [B, T, 1]): what gpt._cross_entropy reads of the
+        logits and of exp_rows, the same bits, without the logits and their exponentials
+        (4096 positions: some 3 MB) copied out and back in."""
+        _float32(wte)
+        b, t, c = x.shape
+        if wte.shape[1:] != (c,):
+            raise ValueError(f"an embedding {wte.shape} for rows of {c}")
+        ids = _ids(targets, (b, t), wte.shape[0], "targets", "the vocabulary")
+        return self._blocks(x, weights, heads, layers, hidden, None, keep=False, loss=(wte, ids))
+
+    def _nll(self, o: dict, shape: tuple[int, int, int], wte: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, ...]:
+        b, t, c = shape
+        rows, vocab = b * t, wte.shape[0]
+        h, end = _place({"wt": c * vocab, "targets": rows, "logits": rows * vocab, "picked": rows, "stats": 2 * rows},
+                        o["end"], _slack(c, vocab, rows))
+        self.host.reserve(end)
+        self.host.write(h["wt"], np.ascontiguousarray(wte.T))
+        self.host.write(h["targets"], ids)
+        self.host.nll(4 * o["x"], 4 * h["wt"], 4 * h["targets"], rows, c, vocab, *(4 * h[k] for k in ("logits", "picked", "stats")))
+        picked, stats = np.empty((b, t, 1), np.float32), np.empty((b, t, 2), np.float32)
+        self.host.read(h["picked"], picked)
+        self.host.read(h["stats"], stats)
+        return picked, stats[..., :1], stats[..., 1:]
+
     def forward_kept(self, x: np.ndarray, weights: np.ndarray, heads: int, layers: int, hidden: int
                      ) -> tuple[np.ndarray, Kept]:
         """The same, keeping what the backward reads (gpt.forward in training) in the kernel's
@@ -233,7 +261,7 @@ class Kernel:
         values [layers, 2, 1, H, T, hs])."""
         return self._blocks(x, weights, heads, layers, hidden, past, keep=True)
 
-    def _blocks(self, x, weights, heads, layers, hidden, past, keep, train=False):
+    def _blocks(self, x, weights, heads, layers, hidden, past, keep, train=False, loss=None):
         _float32(x, weights)
         self.live = None  # this pass writes over what a training forward kept
         b, t, c = x.shape
@@ -261,6 +289,8 @@ class Kernel:
         self.host.forward(0, 4 * o["x"], b * t, t, c, heads, layers, hidden, scale, p, 4 * o["kvp"],
                           4 * o["kvn"] if keep else 0, table, 4 * o["a"], 4 * o["qkv"], 4 * o["y"], 4 * o["h"],
                           4 * o["tmp"], 4 * o["kt"], 4 * o["vs"], 4 * o["sc"], 4 * o["yo"], 4 * o["stats"])
+        if loss is not None:  # the loss head, on the output where it lies (`loss`)
+            return self._nll(o, x.shape, *loss)
         out = np.empty(x.shape, np.float32)
         self.host.read(o["x"], out)
         if train:  # what it kept stays where it lies, for the backward

@@ -650,6 +650,29 @@
     (call $product (local.get $probs) (local.get $w) (local.get $dx) (local.get $rows) (local.get $vocab) (local.get $c)
                    (local.get $v4) (i32.const 4)))
 
+;; ---- a held-out loss's head, after an inference forward -------------------------------
+  ;; The tied head over x [rows, c] (the forward's output, where it lies): logits = x @ wt
+  ;; (wt [c, vocab]) to $logits, each row's target logit (targets int32 [rows]) to $picked,
+  ;; then `softmax`'s exponentials in place, unnormalised, with each row's max and sum to
+  ;; $stats: what a mean cross-entropy reads, the logits never leaving the kernel.
+  (func (export "nll") (param $x i32) (param $wt i32) (param $targets i32) (param $rows i32) (param $c i32)
+        (param $vocab i32) (param $logits i32) (param $picked i32) (param $stats i32)
+    (local $r i32) (local $v4 i32)
+    (local.set $v4 (i32.shl (local.get $vocab) (i32.const 2)))
+    (call $product (local.get $x) (local.get $wt) (local.get $logits) (local.get $rows) (local.get $c) (local.get $vocab)
+                   (i32.shl (local.get $c) (i32.const 2)) (i32.const 4))
+    (local.set $r (i32.const 0))
+    (block $done (loop $pick
+      (br_if $done (i32.ge_s (local.get $r) (local.get $rows)))
+      (f32.store (i32.add (local.get $picked) (i32.shl (local.get $r) (i32.const 2)))
+        (f32.load (i32.add (i32.add (local.get $logits) (i32.mul (local.get $r) (local.get $v4)))
+                           (i32.shl (i32.load (i32.add (local.get $targets) (i32.shl (local.get $r) (i32.const 2))))
+                                    (i32.const 2)))))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $pick)))
+    (call $softmax (local.get $logits) (local.get $rows) (local.get $vocab) (i32.const 1) (i32.sub (local.get $vocab) (i32.const 1))
+                   (f32.const 1) (i32.const 0) (local.get $stats)))
+
   ;; ---- AdamW over every parameter at once (train.AdamW.step), numpy's float32 to the bit --
   ;; m += k1 (g - m); v += k2 (g g - v); p = p * (mask ? dec : 1) - lr (m / c1) / (sqrt(v / c2)
   ;; + eps), element by element over n floats at $p, $m, $v, $g, with $mask int32 (-1 where
