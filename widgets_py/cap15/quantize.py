@@ -180,18 +180,20 @@ def _effective(outliers: float, handling: str, group: int | None) -> np.ndarray:
     return quantize(w, "int4", group, outlier_rows(w) if handling == "llmint8" else None)
 
 
-def _figure(p: dict, v: dict) -> tuple[str, str]:
-    w = model(p["outliers"])[1]["h0.qkv.w"]  # [in, out]
-    rows = np.arange(min(p["group"], w.shape[0]))  # the first group of inputs of one column
-    normal = ~np.isin(rows, OUTLIER_CHANNELS) | (p["outliers"] == 1)  # at factor 1 no channel stands out
+def _drawing(outliers: float, group: int, handling: str) -> tuple[Plot, list[float], int]:
+    """The figure's plot, what share of the normal weights each line rounds to zero, and how
+    many inputs it shows: the same for every stage of a change, so drawn once (memo)."""
+    w = model(outliers)[1]["h0.qkv.w"]  # [in, out]
+    rows = np.arange(min(group, w.shape[0]))  # the first group of inputs of one column
+    normal = ~np.isin(rows, OUTLIER_CHANNELS) | (outliers == 1)  # at factor 1 no channel stands out
     span = np.abs(w[rows[normal], COLUMN]).max() * 1.15
     lines = [("pesos originals", w, None),
              ("INT4, escala per tensor", quantize(w, "int4", None), np.abs(w).max() / 7),
-             (f"INT4, grup de {p['group']} entrades", quantize(w, "int4", p["group"]), np.abs(w[rows, COLUMN]).max() / 7)]
-    if p["outlier_handling"] != "none":
+             (f"INT4, grup de {group} entrades", quantize(w, "int4", group), np.abs(w[rows, COLUMN]).max() / 7)]
+    if handling != "none":
         rest = rows[~outlier_rows(w)[rows]]  # the group's inputs still on the INT4 grid
-        step = np.abs(w[rest, COLUMN]).max() / 7 if p["outlier_handling"] == "llmint8" else None
-        lines.append((f"+ {HANDLING[p['outlier_handling']]}", _effective(p["outliers"], p["outlier_handling"], p["group"]), step))
+        step = np.abs(w[rest, COLUMN]).max() / 7 if handling == "llmint8" else None
+        lines.append((f"+ {HANDLING[handling]}", _effective(outliers, handling, group), step))
     top = len(lines) - 0.5
     plot = Plot(height=70 + 50 * len(lines), left=250, right=16, top=20, bottom=40).scales((-span, span), (0, len(lines)))
     plot.axes([-span / 1.15, 0, span / 1.15], [], "valor del pes", "", fmt=lambda t: fmt.number(t, 3))
@@ -203,13 +205,20 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
             for level in np.arange(-7, 8) * step:
                 if abs(level) <= span:
                     plot.parts.append(f'<line class="tw-grid-q" x1="{plot.x(level)}" y1="{y - 12}" x2="{plot.x(level)}" y2="{y + 12}"/>')
-        for x, ok in zip(values, normal):  # outlier channels sit beyond the view: drawn at its edge
-            plot.dot(float(np.clip(x, -span, span)), top - k, ("tw-s2" if k == 0 else "tw-s1") if ok else "tw-s3", 2.5)
+        shown = "tw-s2" if k == 0 else "tw-s1"  # outlier channels sit beyond the view: drawn at its edge
+        plot.dots(np.clip(values, -span, span).astype(float), np.full(len(rows), top - k, float),
+                  [shown if ok else "tw-s3" for ok in normal], 2.5)
         zeroed.append(float(np.mean(values[normal] == 0)))
-    alt = (f"Una columna de pesos de la primera capa, {len(rows)} entrades seguides, amb outliers de "
+    return plot, zeroed, len(rows)
+
+
+def _figure(p: dict, v: dict) -> tuple[str, str]:
+    plot, zeroed, shown = memo(("figure", p["outliers"], p["group"], p["outlier_handling"]),
+                               lambda: _drawing(p["outliers"], p["group"], p["outlier_handling"]))
+    alt = (f"Una columna de pesos de la primera capa, {shown} entrades seguides, amb outliers de "
            f"{fmt.number(p['outliers'])}× (en un altre color, a la vora). A INT4 arrodoneixen a zero "
            f"el {fmt.percent(zeroed[1])} dels pesos normals amb una escala per tensor i el {fmt.percent(zeroed[2])} "
-           f"amb una per grup" + (f", i el {fmt.percent(zeroed[3])} amb {HANDLING[p['outlier_handling']]}" if len(lines) > 3 else "")
+           f"amb una per grup" + (f", i el {fmt.percent(zeroed[3])} amb {HANDLING[p['outlier_handling']]}" if len(zeroed) > 3 else "")
            + (f". Pèrdua a INT4: {fmt.number(v['loss_int4'], 3)} nats contra {fmt.number(v['loss_original'], 3)}."
               if "loss_int4" in v else ". La pèrdua a INT4 encara s'està mesurant."))
     return plot.render("Un outlier estira la graella del seu grup", alt), alt

@@ -94,6 +94,12 @@ class Plot:
         self.parts.append(f'<circle class="tw-dot {cls}" cx="{self.x(x)}" cy="{self.y(y)}" r="{r}"/>')
         return self
 
+    def dots(self, xs, ys, classes, r: float = 5) -> "Plot":
+        """dot() at each point, the pixels of all of them in one pass (Scale.many)."""
+        for cx, cy, cls in zip(self.x.many(xs), self.y.many(ys), classes):
+            self.parts.append(f'<circle class="tw-dot {cls}" cx="{cx}" cy="{cy}" r="{r}"/>')
+        return self
+
     def text(self, x: float, y: float, s: str, anchor: str = "start", cls: str = "tw-note") -> "Plot":
         self.parts.append(f'<text class="{cls}" x="{x}" y="{y}" text-anchor="{anchor}">{escape(s)}</text>')
         return self
