@@ -10,6 +10,7 @@ simulators do, so the cost grows with the number of requests, not of tokens.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from dataclasses import asdict, dataclass, field
@@ -85,61 +86,69 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
     static: a new batch is admitted only when every slot is empty;
     continuous: a request enters as soon as a slot is free.
     chunk: prefill tokens processed per iteration across the batch (None: whole prompts).
+
+    A decoding request is kept as the iteration its last token comes out of, in a heap: a
+    run of plain decode iterations, or a step, touches only the requests that finish in it,
+    not every slot (the simulation's cost grows with the requests, not with slots × events).
     """
     reqs = [Request(r.id, r.arrival_ms, r.prompt, r.output) for r in requests]
     queue = deque(sorted(reqs, key=lambda r: (r.arrival_ms, r.id)))
     run = Run(requests=reqs)
-    active: list[list] = []  # [request, prompt tokens left, output tokens left, slot]
+    prefilling: deque[list] = deque()  # [request, prompt tokens left], first come, first served
+    decoding: list[tuple[int, int, Request]] = []  # heap of (iteration of its last token, admission, request)
+    busy = 0  # requests holding a slot
     free = list(range(slots))
     now = 0.0
-    while queue or active:
-        if continuous or not active:  # admission
+    while queue or busy:
+        if continuous or not busy:  # admission
             while free and queue and queue[0].arrival_ms <= now:
                 r = queue.popleft()
                 r.start_ms, r.start_iter, r.slot = now, run.iterations, free.pop(0)
-                active.append([r, r.prompt, r.output, r.slot])
+                busy += 1
+                if r.prompt:
+                    prefilling.append([r, r.prompt])
+                else:  # nothing to prefill: it decodes from the next iteration on
+                    heapq.heappush(decoding, (run.iterations + r.output, r.id, r))
                 if not queue:  # every request admitted: from here on, slots only drain
                     run.drain_at = (run.iterations, run.busy_slot_iterations)
-        if not active:  # nothing to do until the next arrival
+        if not busy:  # nothing to do until the next arrival
             now = queue[0].arrival_ms
             continue
-        prefilling = [a for a in active if a[1] > 0]
         if not prefilling:  # plain decode: skip ahead to the next finish or admissible arrival
-            k = min(a[2] for a in active)
+            k = decoding[0][0] - run.iterations
             if continuous and free and queue:
                 k = min(k, max(1, math.ceil((queue[0].arrival_ms - now) / decode_ms)))
-            run.gaps.append((decode_ms, k * len(active)))
+            run.gaps.append((decode_ms, k * busy))
             now += k * decode_ms
             run.iterations += k
-            run.busy_slot_iterations += k * len(active)
-            for a in active:
-                a[2] -= k
+            run.busy_slot_iterations += k * busy
         else:  # one iteration with prefill work in it
-            decoding = [a for a in active if a[1] == 0]  # before this iteration's prefill work
+            was_decoding = busy - len(prefilling)  # before this iteration's prefill work
             budget = chunk or sum(a[1] for a in prefilling)
-            done_now, spent = [], 0
-            for a in prefilling:  # first come, first served
+            spent, done = 0, 0
+            for a in prefilling:  # first come, first served: the prompts it completes come first
                 take = min(a[1], budget - spent)
                 a[1] -= take
                 spent += take
-                if a[1] == 0:
-                    done_now.append(a)
+                done += a[1] == 0
             duration = decode_ms + spent * prefill_ms_per_token
-            if decoding:
-                run.gaps.append((duration, len(decoding)))
+            if was_decoding:
+                run.gaps.append((duration, was_decoding))
             now += duration
             run.iterations += 1
-            run.busy_slot_iterations += len(active)
-            for a in done_now:
-                a[0].first_token_ms = now
-            for a in decoding + done_now:
-                a[2] -= 1
-        finished = [a for a in active if a[2] == 0]
+            run.busy_slot_iterations += busy
+            for _ in range(done):  # the first token comes out of the prefill pass
+                r = prefilling.popleft()[0]
+                r.first_token_ms = now
+                heapq.heappush(decoding, (run.iterations + r.output - 1, r.id, r))
+        finished = False
+        while decoding and decoding[0][0] == run.iterations:
+            r = heapq.heappop(decoding)[2]
+            r.finish_ms, r.finish_iter = now, run.iterations
+            free.append(r.slot)
+            busy -= 1
+            finished = True
         if finished:
-            for a in finished:
-                a[0].finish_ms, a[0].finish_iter = now, run.iterations
-                free.append(a[3])
-            active = [a for a in active if a[2] > 0]
             free.sort()
     run.end_ms = now
     return run
