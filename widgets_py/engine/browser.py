@@ -72,8 +72,10 @@ class Trainer:
         from ..models import trainer  # the training code loads with the first run, not at boot
         self.run = trainer.Run(self.trainable.model, p[self.trainable.steps], p[self.trainable.seed])
 
-    def advance(self, n: int) -> str:
-        """JSON of the progress after up to n more steps, with the curve so far."""
+    def advance(self, n: int, draw: bool = True) -> str:
+        """JSON of the progress after up to n more steps, with the curve so far if `draw` or
+        at the end (the worker draws only the updates it shows)."""
         data = self.run.advance(n)
-        data["figure"] = self.trainable.curve(self.run.history, self.run.tc.steps)
+        if draw or data["done"]:
+            data["figure"] = self.trainable.curve(self.run.history, self.run.tc.steps)
         return json.dumps(data)

@@ -56,6 +56,9 @@ const turn = () => new Promise((resolve) => {
   turns.port2.postMessage(null);
 });
 
+const STEPS_PER_TURN = 5; // training steps between two turns
+const SHOW_MS = 200; // at most one training update shown per this many ms
+
 const CALLS = {
   // a stage at a time: partials go out as steps; between stages other calls run, and a run
   // the page has cancelled (a newer change of the same widget) stops
@@ -78,13 +81,22 @@ const CALLS = {
   [P.CALLS.SOURCE]: ({ widget }) => JSON.parse(entry.source(widget)),
   [P.CALLS.EDITED]: ({ widget, key, code, params }) =>
     JSON.parse(entry.render_edited(widget, key, code, JSON.stringify(params))),
+  // a few steps per turn, so that cancels and widget runs wait little; the curve is drawn
+  // and shown at most every SHOW_MS (each update re-renders the figure on the page, whose
+  // main thread then competes with this worker for the machine's cores: a fifth of a step
+  // at five steps an update on two cores)
   [P.CALLS.TRAIN]: async ({ widget, params }, id) => {
     const trainer = entry.Trainer(widget, JSON.stringify(params));
+    let shown = -Infinity;
     try {
       for (;;) {
-        const data = JSON.parse(trainer.advance(5));
+        const draw = performance.now() - shown >= SHOW_MS;
+        const data = JSON.parse(trainer.advance(STEPS_PER_TURN, draw));
         if (data.done) return data;
-        post(P.STEP, { id, data });
+        if (draw) {
+          post(P.STEP, { id, data });
+          shown = performance.now();
+        }
         await turn(); // let cancels and widget runs in
         if (cancelled.has(id)) return { cancelled: true };
       }
