@@ -8,7 +8,9 @@ call copies its operands in and its results out, at memcpy speed, a small part o
 
 Numpy's cost per call in Pyodide (tens of microseconds, some forty calls a block) outweighs
 this model's arithmetic, so whole passes run in one call: `forward` (every block and the
-final norm), `extend` (the same after a KV cache), and a training step in four calls:
+final norm), `loss` (the same, then a held-out loss's head, only each position's target
+logit, max and sum coming back), `extend` (the same after a KV cache), and a training step
+in four calls:
 `forward_kept` (which leaves the backward's inputs in the kernel's memory, `Kept`), `head`
 (the tied loss head, forward and backward), `backward` (every block's gradients and the
 embedding's) and `adamw` (numpy's float32 update, to the bit). A loss's exponentials come from

@@ -435,7 +435,7 @@
         (param $kt i32) (param $vs i32) (param $scratch i32) (param $atts i32) (param $yo i32) (param $stats i32)
     (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $q i32) (local $row3 i32)
     (local $n i32) (local $pk i32) (local $nk i32) (local $src i32)
-    (local $dk i32) (local $dv i32) (local $dn i32) (local $c4 i32) (local $n4 i32) (local $tc4 i32) (local $sc i32)
+    (local $dk i32) (local $kend i32) (local $dn i32) (local $c4 i32) (local $n4 i32) (local $tc4 i32) (local $sc i32)
     (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
     (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))  ;; bytes from a row's k to its v
     (local.set $tc4 (i32.shl (i32.mul (local.get $t) (local.get $c)) (i32.const 2)))  ;; the new K to the new V
@@ -486,9 +486,9 @@
             (call $copy (i32.add (local.get $dn) (local.get $tc4)) (i32.add (local.get $src) (local.get $c4))
                         (i32.shl (local.get $hs) (i32.const 2)))))
           (local.set $dk (i32.add (local.get $kt) (i32.shl (i32.add (local.get $past) (local.get $i)) (i32.const 2))))
-          (local.set $dv (i32.add (local.get $src) (i32.shl (local.get $hs) (i32.const 2))))  ;; k[i]'s end
+          (local.set $kend (i32.add (local.get $src) (i32.shl (local.get $hs) (i32.const 2))))  ;; k[i]'s end
           (block $d_done (loop $dl
-            (br_if $d_done (i32.ge_u (local.get $src) (local.get $dv)))
+            (br_if $d_done (i32.ge_u (local.get $src) (local.get $kend)))
             (f32.store (local.get $dk) (f32.load (local.get $src)))
             (local.set $src (i32.add (local.get $src) (i32.const 4)))
             (local.set $dk (i32.add (local.get $dk) (local.get $n4)))
