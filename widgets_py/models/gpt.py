@@ -351,23 +351,35 @@ def loss(p, cfg: GPTConfig, idx, targets) -> float:
     x = p["wte"][idx] + positions(0, idx.shape[-1], cfg.d)  # [B, T, C]
     if _kernel_takes(x, p["wte"]):  # in the browser the head too runs where the forward left its output
         picked, top, total = KERNEL.loss(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d, p["wte"], targets)
-        z = picked - top  # [B, T, 1], as _cross_entropy makes it of the logits
-        return float(-(z - np.log(total)).mean())
+        return _mean_nll(picked - top, total)  # picked - top: z [B, T, 1], as _cross_entropy makes it
     return _cross_entropy(mm_nt(hidden_states(p, cfg, idx), p["wte"]), targets)[0]
 
 
 def _cross_entropy(logits, targets):
     """(mean loss, exp(logits - max) [B, T, V], their sum [B, T, 1]): the backward's softmax too."""
-    pick = targets[..., None]  # [B, T, 1]
     if _kernel_takes(logits):  # in the browser: one call, the exponentials by SIMD
         e, top, total = KERNEL.exp_rows(logits)  # [B, T, V], [B, T, 1], [B, T, 1]
-        z = np.take_along_axis(logits, pick, -1) - top  # [B, T, 1]
+        z = _picked(logits, targets) - top  # [B, T, 1]
     else:
         z = logits - _max(logits)
         e = np.exp(z)  # [B, T, V]
         total = _sum(e)  # [B, T, 1]
-        z = np.take_along_axis(z, pick, -1)
-    return float(-(z - np.log(total)).mean()), e, total  # the targets' log-softmax
+        z = _picked(z, targets)
+    return _mean_nll(z, total), e, total
+
+
+def _picked(x, targets):
+    """x [B, T, V] at each position's target -> [B, T, 1]: np.take_along_axis's values,
+    gathered without its Python-level set-up (a training step's dearest numpy call in Pyodide)."""
+    rows = x.reshape(-1, x.shape[-1])  # [B*T, V]
+    return rows[np.arange(len(rows)), targets.ravel()].reshape(*targets.shape, 1)
+
+
+def _mean_nll(z, total) -> float:
+    """Mean of the targets' negative log-softmax, z - log(total) [B, T, 1] with z = the target's
+    logit minus the row's max: ndarray.mean's float32 sum and division, without its wrapper."""
+    ll = z - np.log(total)
+    return float(-(np.add.reduce(ll, axis=None) / ll.size))
 
 
 def forward(p, cfg: GPTConfig, idx, targets=None):
@@ -380,8 +392,7 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
         caches = Resident(p, kept, cfg.heads, weights)
         if targets is not None:  # the loss head, its backward too, in one more call: the same bits as below
             logits, top, total, dwte, dxf = KERNEL.head(kept, p["wte"], targets)
-            z = np.take_along_axis(logits, targets[..., None], -1) - top  # [B, T, 1]
-            return logits, float(-(z - np.log(total)).mean()), (idx, targets, (dwte, dxf), xf, None, caches)
+            return logits, _mean_nll(_picked(logits, targets) - top, total), (idx, targets, (dwte, dxf), xf, None, caches)
         c_lnf = None  # no backward without targets (Resident.final has it)
     else:
         caches = []
