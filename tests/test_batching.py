@@ -4,7 +4,10 @@ import pytest
 
 from widgets_py import run
 from widgets_py.cap15.batching import LONG_PROMPT, costs, workload
-from widgets_py.models.batching_sim import Request, simulate, weighted_percentile
+from hypothesis import given
+from hypothesis import strategies as st
+
+from widgets_py.models.batching_sim import Request, percentile, simulate, weighted_percentile
 
 import numpy as np
 
@@ -83,6 +86,14 @@ def test_weighted_percentile():
     values, counts = np.array([1.0, 10.0]), np.array([99, 1])
     assert weighted_percentile(values, counts, 99) == 1.0
     assert weighted_percentile(values, counts, 100) == 10.0
+
+
+@given(st.lists(st.floats(0, 1e6) | st.sampled_from([0.0, 1.0, 2.5]), min_size=1, max_size=60), st.floats(0, 100))
+def test_percentile_is_numpys_to_the_bit(values, q):
+    """The metrics' percentile is np.percentile's default (linear) method, ties and ends included."""
+    x = np.array(values)
+    for p in (q, 50, 95, 99, 0, 100):
+        assert percentile(x, p) == float(np.percentile(x, p))
 
 
 def test_seeded_and_deterministic():

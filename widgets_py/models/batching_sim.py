@@ -64,12 +64,23 @@ class Run:
             "occupied": occupied,
             "idle": 1.0 - occupied / slots,
             "drain_idle": (drain_iters * slots - drain_busy) / (self.iterations * slots),
-            "ttft_p95_s": float(np.percentile(ttft, 95)) / 1e3,
-            "latency_p95_s": float(np.percentile(latency, 95)) / 1e3,
+            "ttft_p95_s": percentile(ttft, 95) / 1e3,
+            "latency_p95_s": percentile(latency, 95) / 1e3,
             "gap_max_ms": float(gap_values.max()),
             "gap_p50_ms": weighted_percentile(gap_values, gap_counts, 50),
             "gap_p99_ms": weighted_percentile(gap_values, gap_counts, 99),
         }
+
+
+def percentile(values: np.ndarray, q: float) -> float:
+    """np.percentile(values, q), its default linear method, to the bit: the same virtual index
+    and the same two-sided interpolation (numpy's _lerp), without its Python-level machinery,
+    which costs more than the sort in Pyodide (four times a change of the batching widget)."""
+    s = np.sort(values)  # [n]
+    at = (len(s) - 1) * (q / 100)
+    i = math.floor(at)
+    a, b, t = float(s[i]), float(s[min(i + 1, len(s) - 1)]), at - i
+    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
 
 
 def weighted_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> float:
