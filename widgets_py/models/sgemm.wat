@@ -115,7 +115,7 @@
         (param $offset i32) (param $scale f32) (param $norm i32) (param $stats i32)
     (local $i i32) (local $vis i32) (local $j i32) (local $p i32) (local $row_end i32)
     (local $m f32) (local $s f32) (local $v v128) (local $vm v128) (local $vs v128) (local $vscale v128)
-    (local $mask v128) (local $e v128) (local $k v128) (local $r v128) (local $poly v128) (local $low v128)
+    (local $mask v128) (local $e v128) (local $t v128) (local $k v128) (local $r v128) (local $poly v128) (local $low v128)
     (local.set $vscale (f32x4.splat (local.get $scale)))
     (local.set $i (i32.const 0))
     (block $done (loop $row
@@ -129,7 +129,7 @@
       (block $max_done (loop $max
         (br_if $max_done (i32.ge_s (local.get $j) (local.get $vis)))
         (local.set $mask (i32x4.gt_s (i32x4.splat (i32.sub (local.get $vis) (local.get $j))) (v128.const i32x4 0 1 2 3)))
-        (local.set $vm (f32x4.max (local.get $vm)
+        (local.set $vm (f32x4.pmax (local.get $vm)  ;; pmax: one instruction; the entries are not NaN
           (v128.bitselect (f32x4.mul (v128.load (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))
                                      (local.get $vscale))
                           (f32x4.splat (f32.const -inf)) (local.get $mask))))
@@ -150,10 +150,14 @@
         ;; polynomial serves SSE and NEON ports alike. v = k·ln2 + r, |r| <= ln2/2 (ln2 in two
         ;; parts, so k·ln2 loses no bits), e^r by the polynomial, 2^k by building its exponent
         ;; bits. Below ln(2^-126) the result is 0 (numpy's would be a subnormal, under 1.2e-38).
+        ;; k = v·log2(e) rounded to even by adding 1.5·2^23, where floats are whole numbers: $t
+        ;; holds 1.5·2^23 + k, whose low bits are k (cheaper than f32x4.nearest and a conversion)
         (local.set $e (f32x4.sub (f32x4.mul (local.get $v) (local.get $vscale)) (local.get $vm)))
         (local.set $low (f32x4.lt (local.get $e) (f32x4.splat (f32.const -87.33654))))
-        (local.set $e (f32x4.max (local.get $e) (f32x4.splat (f32.const -87.33654))))
-        (local.set $k (f32x4.nearest (f32x4.mul (local.get $e) (f32x4.splat (f32.const 1.44269504088896341)))))
+        (local.set $e (f32x4.pmax (local.get $e) (f32x4.splat (f32.const -87.33654))))
+        (local.set $t (f32x4.add (f32x4.mul (local.get $e) (f32x4.splat (f32.const 1.44269504088896341)))
+                                 (f32x4.splat (f32.const 12582912))))
+        (local.set $k (f32x4.sub (local.get $t) (f32x4.splat (f32.const 12582912))))
         (local.set $r (f32x4.sub (local.get $e) (f32x4.mul (local.get $k) (f32x4.splat (f32.const 0.693359375)))))
         (local.set $r (f32x4.sub (local.get $r) (f32x4.mul (local.get $k) (f32x4.splat (f32.const -2.12194440e-4)))))
         (local.set $poly (f32x4.splat (f32.const 1.9875691500e-4)))
@@ -165,7 +169,7 @@
         (local.set $poly (f32x4.add (f32x4.add (f32x4.mul (local.get $poly) (f32x4.mul (local.get $r) (local.get $r)))
                                                (local.get $r)) (f32x4.splat (f32.const 1))))
         (local.set $e (v128.and
-          (f32x4.mul (local.get $poly) (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $k)) (i32x4.splat (i32.const 127)))
+          (f32x4.mul (local.get $poly) (i32x4.shl (i32x4.sub (local.get $t) (i32x4.splat (i32.const 0x4B3FFF81)))  ;; k + 127
                                                   (i32.const 23)))
           (v128.andnot (local.get $mask) (local.get $low))))  ;; 0 below the range, and where the row does not see
         (v128.store (local.get $p) (v128.bitselect (local.get $e) (local.get $v) (local.get $mask)))
