@@ -365,7 +365,7 @@
 
   ;; x[r, j] += b[j] over rows of n, then max(., 0) if $relu (gpt.linear's bias, gpt.relu).
   (func $bias (param $x i32) (param $rows i32) (param $n i32) (param $b i32) (param $relu i32)
-    (local $r i32) (local $j i32) (local $p i32) (local $v f32)
+    (local $r i32) (local $j i32) (local $p i32) (local $v f32) (local $vv v128)
     (local.set $r (i32.const 0))
     (block $done (loop $row
       (br_if $done (i32.ge_s (local.get $r) (local.get $rows)))
@@ -373,17 +373,17 @@
       (block $cols_done (loop $cols
         (br_if $cols_done (i32.gt_s (i32.add (local.get $j) (i32.const 4)) (local.get $n)))
         (local.set $p (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))
-        (v128.store (local.get $p) (f32x4.add (v128.load (local.get $p))
-                                              (v128.load (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2))))))
-        (if (local.get $relu) (then
-          (v128.store (local.get $p) (f32x4.max (v128.load (local.get $p)) (v128.const f32x4 0 0 0 0)))))
+        (local.set $vv (f32x4.add (v128.load (local.get $p)) (v128.load (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2))))))
+        (if (local.get $relu) (then  ;; pmax: x < 0 ? 0 : x, one instruction (f32x4.max also orders zeros)
+          (local.set $vv (f32x4.pmax (local.get $vv) (v128.const f32x4 0 0 0 0)))))
+        (v128.store (local.get $p) (local.get $vv))
         (local.set $j (i32.add (local.get $j) (i32.const 4)))
         (br $cols)))
       (block $tail_done (loop $tail
         (br_if $tail_done (i32.ge_s (local.get $j) (local.get $n)))
         (local.set $p (i32.add (local.get $x) (i32.shl (local.get $j) (i32.const 2))))
         (local.set $v (f32.add (f32.load (local.get $p)) (f32.load (i32.add (local.get $b) (i32.shl (local.get $j) (i32.const 2))))))
-        (if (local.get $relu) (then (local.set $v (f32.max (local.get $v) (f32.const 0)))))
+        (if (local.get $relu) (then (if (f32.lt (local.get $v) (f32.const 0)) (then (local.set $v (f32.const 0))))))
         (f32.store (local.get $p) (local.get $v))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
         (br $tail)))
