@@ -20,7 +20,7 @@ import numpy as np
 
 from ..engine import fmt
 from ..models import corpus, gpt, pretrained
-from ..models.numformats import BITS, decode, encode_many, quantize
+from ..models.numformats import decode, encode_many, quantize
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot

@@ -348,8 +348,8 @@ def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
 
 def loss(p, cfg: GPTConfig, idx, targets) -> float:
     """Mean cross-entropy of targets [B, T] after idx [B, T]: forward's loss, no caches kept."""
-    x = p["wte"][idx] + positions(0, idx.shape[-1], cfg.d)  # [B, T, C]
-    if _kernel_takes(x, p["wte"]):  # in the browser the head too runs where the forward left its output
+    if _kernel_takes(p["wte"]):  # in the browser the head too runs where the forward left its output
+        x = p["wte"][idx] + positions(0, idx.shape[-1], cfg.d)  # [B, T, C]
         picked, top, total = KERNEL.loss(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d, p["wte"], targets)
         return _mean_nll(picked - top, total)  # picked - top: z [B, T, 1], as _cross_entropy makes it
     return _cross_entropy(mm_nt(hidden_states(p, cfg, idx), p["wte"]), targets)[0]
