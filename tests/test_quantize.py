@@ -16,7 +16,7 @@ import pytest
 from widgets_py import run
 
 from widgets_py.models import gpt, pretrained
-from widgets_py.models.numformats import BITS, NF4, bf16, e4m3, encode, quantize
+from widgets_py.models.numformats import BITS, NF4, bf16, decode, e4m3, encode, encode_many, quantize
 from widgets_py.cap15 import quantize as widget
 
 # bitsandbytes functional.get_4bit_type("nf4"), hard-coded there from create_normal_map;
@@ -139,6 +139,26 @@ def test_bits_per_weight_count_the_stored_arrays():
     s = encode(w, "int4", 4, np.isin(np.arange(10), [2]))  # 9 rows left: 3 groups per column
     assert (s.codes.shape, s.scales.size, s.rows16.shape) == ((9, 3), 9, (1, 3))
     assert s.bits() == 4 * 27 + 16 * (9 + 3 + 1)
+
+
+@pytest.mark.parametrize("fmt", ["int4", "int8", "fp8", "nf4", "bf16"])
+@pytest.mark.parametrize("group", [None, 4, 16])
+def test_matrices_encoded_together_are_each_the_plain_loops(fmt, group):
+    """encode_many does the array work of a model's matrices at once (quantize_model): each
+    matrix, of its own shape and its own 16-bit rows (or none), is still the plain loop's,
+    with its own scales and its own bits."""
+    rng = np.random.default_rng(3)
+    ws = [rng.standard_normal(shape).astype(np.float32) for shape in ((9, 4), (33, 6), (5, 7), (16, 3))]
+    kept = [np.isin(np.arange(len(w)), rows) for w, rows in zip(ws, ([], [2, 30], [0, 1, 2, 3], [15]))]
+    stored = encode_many(ws, fmt, group, kept)
+    for w, k, s in zip(ws, kept, stored):
+        if fmt == "bf16":
+            np.testing.assert_array_equal(decode(s), w.astype(ml_dtypes.bfloat16).astype(np.float32))
+            continue
+        tol = 2e-7 if fmt == "nf4" else 0
+        np.testing.assert_allclose(decode(s), loop_quantize(w, fmt, group, k), rtol=tol, atol=tol * np.abs(w).max())
+        alone = encode(w, fmt, group, k)
+        assert s.bits() == alone.bits() and s.scales.shape == alone.scales.shape and s.rows16.shape == (k.sum(), w.shape[1])
 
 
 def test_outliers_keep_the_float_model_and_stretch_input_groups_too():
