@@ -40,3 +40,17 @@ def test_counter_ratio_is_exactly_L():
         c = counts(cfg, gpt.n_params(p), L)
         assert c["bytes_decode"] / c["bytes_prefill"] == pytest.approx(L)
         assert c["flops_decode"] >= c["flops_prefill"]
+
+
+def test_the_workers_warm_steps_leave_what_first_changes_need_in_place():
+    """The preparations the worker runs one per turn while the reader reads (browser.warm_steps,
+    warm_step) leave the corpus's bigram bound computed and every model's weights loaded and
+    checked, for the widgets' first changes to find."""
+    from widgets_py.engine import browser
+
+    pretrained.forget()
+    corpus.bigram_bound.cache_clear()
+    for i in range(browser.warm_steps()):
+        browser.warm_step(i)
+    assert pretrained.load.cache_info().currsize == len(pretrained.specs())
+    assert corpus.bigram_bound.cache_info().currsize == 1

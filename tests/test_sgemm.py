@@ -421,6 +421,21 @@ def test_a_held_out_loss_in_one_call_is_the_kernels_pieces_to_the_bit_and_float6
         k.loss(x, w, cfg.heads, cfg.layers, cfg.mlp * cfg.d, p["wte"], targets[:2])
 
 
+def test_warming_the_kernel_calls_every_pass_once(monkeypatch):
+    """gpt.warm_kernel, which the worker runs when idle so that no widget's first change pays
+    for the kernel's first calls, goes through every function the kernel exports."""
+    from widgets_py.models import gpt
+
+    k, called = kernel(), set()
+    for name in sgemm.EXPORTS:
+        export = getattr(k.host, name)
+        setattr(k.host, name, lambda *args, _f=export, _n=name: (called.add(_n), _f(*args))[1])
+    monkeypatch.setattr(gpt, "KERNEL", k)
+    monkeypatch.setattr(gpt, "EINSUM", True)
+    gpt.warm_kernel()
+    assert called == set(sgemm.EXPORTS)
+
+
 def test_quantizes_activation_maxima_read_the_kernels_kept_caches():
     """SmoothQuant's activation maxima read block()'s caches after a training-style forward:
     through the kernel they come from its memory (gpt.Resident), numpy's within rounding."""

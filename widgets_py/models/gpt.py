@@ -432,6 +432,23 @@ def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     return grads
 
 
+def warm_kernel() -> None:
+    """Every pass of the browser's kernel once, on a toy model: V8 starts a WebAssembly
+    function in its baseline tier and sets up its first calls, which a widget's first change
+    would otherwise pay (the worker calls this when idle, after the widgets' modules)."""
+    if KERNEL is None:
+        return
+    cfg = GPTConfig(vocab=8, d=32, layers=1, heads=4, context=32)  # the mini-GPT's widths: loops that run
+    p = init(cfg, 0)  # long enough for V8 to optimise them
+    idx = np.arange(128).reshape(4, 32) % cfg.vocab  # [B, T]
+    loss(p, cfg, idx, idx)  # forward and the held-out loss's head
+    backward(p, cfg, forward(p, cfg, idx, idx)[2])  # training's forward, loss head and backward
+    extend(p, cfg, [1, 2, 3], extend(p, cfg, [4, 5])[1])  # prefill, then decode after a cache
+    KERNEL.exp_rows(KERNEL.nn(p["wte"], p["wte"].T.copy()))  # a product, a loss's exponentials
+    zeros = np.zeros(8, np.float32)
+    KERNEL.adamw(zeros.copy(), zeros.copy(), zeros.copy(), zeros, np.zeros(8, np.int32), 0.1, 0.01, 1.0, 0.01, 0.1, 0.01, 1e-8)
+
+
 # ---- inference with a KV cache --------------------------------------------------------
 
 def extend(p, cfg: GPTConfig, tokens, kv=None):

@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import io
 import json
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -147,6 +147,14 @@ def load(name: str) -> tuple[gpt.GPTConfig, dict, list[float]]:
     for v in params.values():  # shared by every widget (load is cached): nobody may change them
         v.flags.writeable = False
     return cfg, params, history
+
+
+def preparations() -> list:
+    """What the widgets' first changes would otherwise pay, as steps the browser's worker runs
+    one per turn while the reader reads: the corpus and its bigram bound, each model's weights
+    (read and checked), and the kernel's first calls (gpt.warm_kernel). All of it is kept
+    (cached) for the widgets' own calls."""
+    return [corpus.data, corpus.bigram_bound, *(partial(load, name) for name in specs()), gpt.warm_kernel]
 
 
 def files() -> list[Path]:

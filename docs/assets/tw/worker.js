@@ -38,6 +38,15 @@ async function warmUp() {
       // a module that fails to import says so when its widget is called, not here
     }
   }
+  // then what the widgets' first changes would pay: the corpus, the weights, the kernel's first calls
+  for (let i = 0, n = entry.warm_steps(); i < n; i++) {
+    await turn();
+    try {
+      entry.warm_step(i);
+    } catch {
+      // a step that fails says so when a widget needs it
+    }
+  }
 }
 
 function lastLine(error) {
