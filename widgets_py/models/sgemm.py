@@ -104,7 +104,7 @@ def train_layout(rows: int, t: int, c: int, hidden: int, heads: int, layers: int
     return tuple(per_layer), {name: (offset, final_shapes[name]) for name, offset in final.items()}, at
 
 
-BACKWARD_WORK = ("dx", "d4", "dm", "dt", "dqkv", "wt", "gws", "vt", "datt", "doh", "dqh", "dkh", "dvh", "qc", "kc")
+BACKWARD_WORK = ("dx", "d4", "dm", "dt", "dqkv", "wt", "gws", "vt", "datt", "dqh", "dkh", "dvh")
 
 
 @lru_cache(maxsize=16)
@@ -116,7 +116,7 @@ def backward_layout(rows: int, t: int, c: int, hidden: int, heads: int, weights:
     hs = c // heads
     sizes = {"g": weights, "dx": rows * c, "d4": rows * hidden, "dm": rows * c, "dt": rows * c, "dqkv": rows * 3 * c,
              "wt": max(c * hidden, 3 * c * c), "gws": max(c * hidden, 3 * c * c), "vt": hs * t, "datt": t * t,
-             "doh": t * hs, "dqh": t * hs, "dkh": t * hs, "dvh": t * hs, "qc": t * hs, "kc": t * hs,
+             "dqh": t * hs, "dkh": t * hs, "dvh": t * hs,
              "idx": rows, "eg": vocab * c}
     slack = _slack(c, hidden, t)
     out, end = _place(sizes, start + slack, slack)

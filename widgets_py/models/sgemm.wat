@@ -27,15 +27,17 @@
   (func $product (param $a i32) (param $b i32) (param $c i32)
         (param $m i32) (param $k i32) (param $n i32) (param $sa_i i32) (param $sa_p i32)
     (call $triangular (local.get $a) (local.get $b) (local.get $c) (local.get $m) (local.get $k) (local.get $n)
-                      (local.get $sa_i) (local.get $sa_p) (i32.const 0) (i32.const 0) (i32.const 0)))
+                      (local.get $sa_i) (local.get $sa_p) (i32.shl (local.get $n) (i32.const 2))
+                      (i32.const 0) (i32.const 0) (i32.const 0)))
 
   ;; The same product where a causal mask leaves a triangle of zeros, skipping what the
   ;; triangle makes 0 or nobody reads (0 turns a limit off). For the block of rows from i:
   ;; $cols: only columns j < i + $cols are read back (the rest are left as they were);
   ;; $upto: A[r, p] is 0 for p >= i + $upto, so the sum stops there; $from (1 or 0): A[r, p]
   ;; is 0 for p < i, so the sum starts at i. A sum that skips zeros is the same to the bit.
+  ;; B's rows lie $sb bytes apart (a head's columns read where they are: 3c floats apart in qkv).
   (func $triangular (param $a i32) (param $b i32) (param $c i32)
-        (param $m i32) (param $k i32) (param $n i32) (param $sa_i i32) (param $sa_p i32)
+        (param $m i32) (param $k i32) (param $n i32) (param $sa_i i32) (param $sa_p i32) (param $sb i32)
         (param $cols i32) (param $upto i32) (param $from i32)
     (local $i i32) (local $j i32) (local $p i32) (local $ns i32) (local $p0 i32) (local $p1 i32)
     (local $pa i32) (local $pb i32) (local $pc i32)
@@ -68,7 +70,7 @@
         (local.set $pa (i32.add (local.get $a) (i32.add (i32.mul (local.get $i) (local.get $sa_i))
                                                         (i32.mul (local.get $p0) (local.get $sa_p)))))
         (local.set $pb (i32.add (local.get $b) (i32.add (i32.shl (local.get $j) (i32.const 2))
-                                                        (i32.mul (local.get $p0) (local.get $ns)))))
+                                                        (i32.mul (local.get $p0) (local.get $sb)))))
         (local.set $p (i32.sub (local.get $p1) (local.get $p0)))
         (block $sum_done (loop $sum
           (br_if $sum_done (i32.le_s (local.get $p) (i32.const 0)))
@@ -87,7 +89,7 @@
           (local.set $c30 (f32x4.add (local.get $c30) (f32x4.mul (local.get $x) (local.get $b0))))
           (local.set $c31 (f32x4.add (local.get $c31) (f32x4.mul (local.get $x) (local.get $b1))))
           (local.set $pa (i32.add (local.get $pa) (local.get $sa_p)))
-          (local.set $pb (i32.add (local.get $pb) (local.get $ns)))
+          (local.set $pb (i32.add (local.get $pb) (local.get $sb)))
           (local.set $p (i32.sub (local.get $p) (i32.const 1)))
           (br $sum)))
         (local.set $pc (i32.add (local.get $c)
@@ -477,13 +479,14 @@
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $past_keys)))
         (local.set $i (i32.const 0))
-        (block $copy_done (loop $copy  ;; vs[past + i] = v[i]; kt[d, past + i] = k[i, d]
+        (block $copy_done (loop $copy  ;; kt[d, past + i] = k[i, d]; vs[past + i] = v[i] after a cache
           (br_if $copy_done (i32.ge_s (local.get $i) (local.get $t)))
           (local.set $src (i32.add (local.get $q) (i32.add (i32.mul (local.get $i) (local.get $row3))
                                                            (i32.shl (local.get $c) (i32.const 2)))))  ;; k[i, 0]
-          (call $copy (i32.add (local.get $vs) (i32.shl (i32.mul (i32.add (local.get $past) (local.get $i)) (local.get $hs))
-                                                        (i32.const 2)))
-                      (i32.add (local.get $src) (local.get $c4)) (i32.shl (local.get $hs) (i32.const 2)))  ;; v[i], c floats on
+          (if (local.get $past) (then  ;; v[i], c floats on, after the cache's values (without a cache: read in qkv)
+            (call $copy (i32.add (local.get $vs) (i32.shl (i32.mul (i32.add (local.get $past) (local.get $i)) (local.get $hs))
+                                                          (i32.const 2)))
+                        (i32.add (local.get $src) (local.get $c4)) (i32.shl (local.get $hs) (i32.const 2)))))
           (if (local.get $kvn) (then  ;; the cache's new rows: K [heads, t, hs], then V
             (local.set $dn (i32.add (local.get $nk) (i32.shl (i32.mul (local.get $i) (local.get $hs)) (i32.const 2))))
             (call $copy (local.get $dn) (local.get $src) (i32.shl (local.get $hs) (i32.const 2)))
@@ -500,13 +503,17 @@
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $copy)))
         (call $triangular (local.get $q) (local.get $kt) (local.get $sc) (local.get $t) (local.get $hs) (local.get $n)
-                          (local.get $row3) (i32.const 4)  ;; scores [t, past + t], those the queries see
+                          (local.get $row3) (i32.const 4) (local.get $n4)  ;; scores [t, past + t], those the queries see
                           (i32.add (local.get $past) (i32.const 4)) (i32.const 0) (i32.const 0))
         (call $softmax (local.get $sc) (local.get $t) (local.get $n) (local.get $t) (local.get $past) (local.get $scale)
                        (i32.const 1) (local.get $stats))
-        (call $triangular (local.get $sc) (local.get $vs) (local.get $yo) (local.get $t) (local.get $n) (local.get $hs)
-                          (i32.shl (local.get $n) (i32.const 2)) (i32.const 4)  ;; [t, hs], over the keys seen
-                          (i32.const 0) (i32.add (local.get $past) (i32.const 4)) (i32.const 0))
+        (if (local.get $past)  ;; [t, hs], over the keys seen: the values copied after the cache's, or read in qkv
+          (then (call $triangular (local.get $sc) (local.get $vs) (local.get $yo) (local.get $t) (local.get $n) (local.get $hs)
+                                  (local.get $n4) (i32.const 4) (i32.shl (local.get $hs) (i32.const 2))
+                                  (i32.const 0) (i32.add (local.get $past) (i32.const 4)) (i32.const 0)))
+          (else (call $triangular (local.get $sc) (i32.add (local.get $q) (i32.shl (local.get $c) (i32.const 3))) (local.get $yo)
+                                  (local.get $t) (local.get $n) (local.get $hs) (local.get $n4) (i32.const 4) (local.get $row3)
+                                  (i32.const 0) (i32.const 4) (i32.const 0))))
         (local.set $i (i32.const 0))
         (block $out_done (loop $out  ;; y[s + i, hd*hs + d] = yo[i, d]
           (br_if $out_done (i32.ge_s (local.get $i) (local.get $t)))
@@ -529,15 +536,14 @@
   ;; $table is the training forward's own (ten byte addresses per layer: ln1's norm and rstd,
   ;; a, qkv, att, y, ln2's norm and rstd, m, act; then the final norm's two), so what it kept
   ;; is read where it lies. Work regions: d4 [rows, hid], dm, dt [rows, c], dqkv [rows, 3c],
-  ;; wt and gws (a weight's size), and per head vt [hs, t], datt [t, t], doh, dqh, dkh, dvh,
-  ;; qc, kc [t, hs] (sgemm.py's backward_layout). If $idx is not 0, the embedding's backward
+  ;; wt and gws (a weight's size), and per head vt [hs, t], datt [t, t], dqh, dkh, dvh [t, hs]
+  ;; (sgemm.py's backward_layout). If $idx is not 0, the embedding's backward
   ;; last: each row r of dx is added to row idx[r] (int32 [rows]) of $eg [vocab, c], in row
   ;; order (numpy's add.at, bit for bit).
   (func (export "backward") (param $w i32) (param $g i32) (param $dx i32) (param $rows i32) (param $t i32) (param $c i32)
         (param $heads i32) (param $layers i32) (param $hid i32) (param $root f32) (param $table i32)
         (param $d4 i32) (param $dm i32) (param $dt i32) (param $dqkv i32) (param $wt i32) (param $gws i32)
-        (param $vt i32) (param $datt i32) (param $doh i32) (param $dqh i32) (param $dkh i32) (param $dvh i32)
-        (param $qc i32) (param $kc i32) (param $idx i32) (param $eg i32)
+        (param $vt i32) (param $datt i32) (param $dqh i32) (param $dkh i32) (param $dvh i32) (param $idx i32) (param $eg i32)
     (local $l i32) (local $size i32) (local $wl i32) (local $gl i32) (local $tb i32) (local $c4 i32) (local $cc i32)
     (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))
     (local.set $cc (i32.mul (local.get $c) (local.get $c)))
@@ -586,7 +592,7 @@
                      (local.get $dm) (local.get $wt) (local.get $gws))
       (call $attnback (local.get $dm) (local.get $dqkv) (i32.load offset=12 (local.get $tb)) (i32.load offset=16 (local.get $tb))
                       (local.get $rows) (local.get $t) (local.get $c) (local.get $heads) (local.get $root) (local.get $vt)
-                      (local.get $datt) (local.get $doh) (local.get $dqh) (local.get $dkh) (local.get $dvh) (local.get $qc) (local.get $kc))
+                      (local.get $datt) (local.get $dqh) (local.get $dkh) (local.get $dvh))
       ;; qkv (at 2c): dm = dqkv @ Wqkv^T
       (call $linback (local.get $dqkv) (i32.load offset=8 (local.get $tb)) (local.get $rows) (local.get $c)
                      (i32.mul (local.get $c) (i32.const 3))
@@ -871,22 +877,24 @@
       (br $row))))
 
   ;; gpt.attention_backward for each sequence and head (t queries over t keys): from the
-  ;; gradient of attention's output dy [rows, c] (the head's columns, copied to doh [t, hs]),
-  ;; the forward's qkv [rows, 3c] (the head's q and k columns copied to qc, kc [t, hs]) and
-  ;; att [sequences, heads, t, t]: datt = doh @ v^T, dv = att^T @ doh, dscores = att * (datt
-  ;; - rowsum(datt * att)) / root, dq = dscores @ k, dk = dscores^T @ q, written into the
-  ;; head's columns of dqkv [rows, 3c] (q, k, v thirds).
+  ;; gradient of attention's output dy [rows, c] (doh: the head's columns, read in place), the
+  ;; forward's qkv [rows, 3c] (the head's q and k columns, read in place; v copied transposed
+  ;; to vt [hs, t]) and att [sequences, heads, t, t]: datt = doh @ v^T, dv = att^T @ doh,
+  ;; dscores = att * (datt - rowsum(datt * att)) / root, dq = dscores @ k, dk = dscores^T @ q,
+  ;; written into the head's columns of dqkv [rows, 3c] (q, k, v thirds).
   (func $attnback (param $dy i32) (param $dqkv i32) (param $qkv i32) (param $att i32)
         (param $rows i32) (param $t i32) (param $c i32) (param $heads i32) (param $root f32)
-        (param $vt i32) (param $datt i32) (param $doh i32) (param $dqh i32) (param $dkh i32) (param $dvh i32)
-        (param $qc i32) (param $kc i32)
+        (param $vt i32) (param $datt i32) (param $dqh i32) (param $dkh i32) (param $dvh i32)
     (local $s i32) (local $hd i32) (local $hs i32) (local $i i32) (local $d i32) (local $j i32) (local $item i32)
     (local $src i32) (local $ah i32) (local $row i32) (local $arow i32) (local $sum f32)
+    (local $doh i32) (local $q i32) (local $k i32) (local $c4 i32) (local $row3 i32)
     (local $t4 i32) (local $hs4 i32) (local $out i32) (local $lim i32) (local $lv i32) (local $vs v128) (local $vsum v128)
     (local $vroot v128)
     (local.set $hs (i32.div_u (local.get $c) (local.get $heads)))
     (local.set $t4 (i32.shl (local.get $t) (i32.const 2)))
     (local.set $hs4 (i32.shl (local.get $hs) (i32.const 2)))
+    (local.set $c4 (i32.shl (local.get $c) (i32.const 2)))  ;; bytes per row of dy
+    (local.set $row3 (i32.mul (local.get $c) (i32.const 12)))  ;; bytes per row of qkv
     (local.set $vroot (f32x4.splat (local.get $root)))
     (local.set $s (i32.const 0))
     (block $seqs_done (loop $seqs
@@ -896,19 +904,17 @@
         (br_if $heads_done (i32.ge_s (local.get $hd) (local.get $heads)))
         (local.set $item (i32.add (i32.mul (i32.div_u (local.get $s) (local.get $t)) (local.get $heads)) (local.get $hd)))
         (local.set $ah (i32.add (local.get $att) (i32.mul (local.get $item) (i32.mul (local.get $t) (local.get $t4)))))
+        ;; the head's columns, read where they lie: of dy (rows c floats apart), of q and k in qkv
+        (local.set $doh (i32.add (local.get $dy) (i32.shl (i32.add (i32.mul (local.get $s) (local.get $c))
+                                                                   (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
+        (local.set $q (i32.add (local.get $qkv) (i32.shl (i32.add (i32.mul (local.get $s) (i32.mul (local.get $c) (i32.const 3)))
+                                                                  (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
+        (local.set $k (i32.add (local.get $q) (local.get $c4)))
         (local.set $i (i32.const 0))
-        (block $in_done (loop $in  ;; doh[i] = dy[s + i, head's columns]; qc[i], kc[i] = its q, k; vt[d, i] = v[i, d]
+        (block $in_done (loop $in  ;; vt[d, i] = v[i, d]
           (br_if $in_done (i32.ge_s (local.get $i) (local.get $t)))
-          (call $copy (i32.add (local.get $doh) (i32.mul (local.get $i) (local.get $hs4)))
-                       (i32.add (local.get $dy) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (local.get $c))
-                                                                  (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2)))
-                       (local.get $hs4))
-          (local.set $src (i32.add (local.get $qkv) (i32.shl (i32.add (i32.mul (i32.add (local.get $s) (local.get $i)) (i32.mul (local.get $c) (i32.const 3)))
-                                                                       (i32.mul (local.get $hd) (local.get $hs))) (i32.const 2))))
-          (call $copy (i32.add (local.get $qc) (i32.mul (local.get $i) (local.get $hs4))) (local.get $src) (local.get $hs4))
-          (call $copy (i32.add (local.get $kc) (i32.mul (local.get $i) (local.get $hs4)))
-                       (i32.add (local.get $src) (i32.shl (local.get $c) (i32.const 2))) (local.get $hs4))
-          (local.set $src (i32.add (local.get $src) (i32.shl (local.get $c) (i32.const 3))))  ;; the row's v
+          (local.set $src (i32.add (i32.add (local.get $q) (i32.mul (local.get $i) (local.get $row3)))
+                                   (i32.shl (local.get $c) (i32.const 3))))  ;; the row's v
           (local.set $d (i32.const 0))
           (block $d_done (loop $dl
             (br_if $d_done (i32.ge_s (local.get $d) (local.get $hs)))
@@ -919,9 +925,9 @@
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $in)))
         (call $triangular (local.get $doh) (local.get $vt) (local.get $datt) (local.get $t) (local.get $hs) (local.get $t)
-                          (local.get $hs4) (i32.const 4) (i32.const 4) (i32.const 0) (i32.const 0))  ;; datt [t, t], where att is not 0
+                          (local.get $c4) (i32.const 4) (local.get $t4) (i32.const 4) (i32.const 0) (i32.const 0))  ;; datt [t, t], where att is not 0
         (call $triangular (local.get $ah) (local.get $doh) (local.get $dvh) (local.get $t) (local.get $t) (local.get $hs)
-                          (i32.const 4) (local.get $t4) (i32.const 0) (i32.const 0) (i32.const 1))  ;; dv = att^T @ doh
+                          (i32.const 4) (local.get $t4) (local.get $c4) (i32.const 0) (i32.const 0) (i32.const 1))  ;; dv = att^T @ doh
         (local.set $i (i32.const 0))
         (block $rows_done (loop $rowsl  ;; datt -> dscores, where dq and dk read it
           (br_if $rows_done (i32.ge_s (local.get $i) (local.get $t)))
@@ -967,10 +973,10 @@
             (br $ds)))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $rowsl)))
-        (call $triangular (local.get $datt) (local.get $kc) (local.get $dqh) (local.get $t) (local.get $t) (local.get $hs)
-                          (local.get $t4) (i32.const 4) (i32.const 0) (i32.const 4) (i32.const 0))  ;; dq = dscores @ k
-        (call $triangular (local.get $datt) (local.get $qc) (local.get $dkh) (local.get $t) (local.get $t) (local.get $hs)
-                          (i32.const 4) (local.get $t4) (i32.const 0) (i32.const 0) (i32.const 1))  ;; dk = dscores^T @ q
+        (call $triangular (local.get $datt) (local.get $k) (local.get $dqh) (local.get $t) (local.get $t) (local.get $hs)
+                          (local.get $t4) (i32.const 4) (local.get $row3) (i32.const 0) (i32.const 4) (i32.const 0))  ;; dq = dscores @ k
+        (call $triangular (local.get $datt) (local.get $q) (local.get $dkh) (local.get $t) (local.get $t) (local.get $hs)
+                          (i32.const 4) (local.get $t4) (local.get $row3) (i32.const 0) (i32.const 0) (i32.const 1))  ;; dk = dscores^T @ q
         (local.set $i (i32.const 0))
         (block $out_done (loop $outl  ;; the head's columns of dqkv, row by row
           (br_if $out_done (i32.ge_s (local.get $i) (local.get $t)))
