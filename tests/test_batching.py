@@ -1,15 +1,13 @@
 """§3 continuous batching simulator: the seed's regime, negative controls, invariants."""
 
+import numpy as np
 import pytest
-
-from widgets_py import run
-from widgets_py.cap15.batching import LONG_PROMPT, costs, workload
 from hypothesis import given
 from hypothesis import strategies as st
 
+from widgets_py import run
+from widgets_py.cap15.batching import LONG_PROMPT, costs, workload
 from widgets_py.models.batching_sim import Request, percentile, simulate, weighted_percentile
-
-import numpy as np
 
 
 def test_default_run_is_in_the_seed_regime():

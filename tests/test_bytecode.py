@@ -154,7 +154,6 @@ def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, 
     assert wheel == bundle.make_wheel(bundle.package_files())
 
 
-
 @pytest.mark.build
 def test_the_same_inputs_compile_to_the_same_bytes(tmp_path):
     """Two interpreters, each compiling what its boot and `import json` loaded: the same bytes

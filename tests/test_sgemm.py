@@ -423,7 +423,8 @@ def test_a_held_out_loss_in_one_call_is_the_kernels_pieces_to_the_bit_and_float6
 
 def test_warming_the_kernel_calls_every_pass_once(monkeypatch):
     """gpt.warm_kernel, which the worker runs when idle so that no widget's first change pays
-    for the kernel's first calls, goes through every function the kernel exports."""
+    for the kernel's first calls, goes through every function the kernel exports (softmax
+    runs inside every pass; its export is the tests' handle on it)."""
     from widgets_py.models import gpt
 
     k, called = kernel(), set()
@@ -433,7 +434,7 @@ def test_warming_the_kernel_calls_every_pass_once(monkeypatch):
     monkeypatch.setattr(gpt, "KERNEL", k)
     monkeypatch.setattr(gpt, "EINSUM", True)
     gpt.warm_kernel()
-    assert called == set(sgemm.EXPORTS)
+    assert called == set(sgemm.EXPORTS) - {"softmax"}
 
 
 def test_quantizes_activation_maxima_read_the_kernels_kept_caches():

@@ -28,8 +28,8 @@ def warm(module: str) -> None:
 def warm_steps() -> int:
     """How many preparation steps (models.pretrained.preparations: the corpus, the weights, the
     kernel's first calls) the worker runs, one per turn, once the widgets' modules are in: a
-    widget's first change would pay for them (the training widget's took 358-373 ms in node
-    without them, 77-92 ms after them)."""
+    widget's first change would pay for them (benchmarks/recompute.py times first changes
+    among the others: the training widget's p95 is that first change)."""
     from ..models import pretrained
 
     return len(pretrained.preparations())

@@ -356,16 +356,12 @@ def loss(p, cfg: GPTConfig, idx, targets) -> float:
 
 
 def _cross_entropy(logits, targets):
-    """(mean loss, exp(logits - max) [B, T, V], their sum [B, T, 1]): the backward's softmax too."""
-    if _kernel_takes(logits):  # in the browser: one call, the exponentials by SIMD
-        e, top, total = KERNEL.exp_rows(logits)  # [B, T, V], [B, T, 1], [B, T, 1]
-        z = _picked(logits, targets) - top  # [B, T, 1]
-    else:
-        z = logits - _max(logits)
-        e = np.exp(z)  # [B, T, V]
-        total = _sum(e)  # [B, T, 1]
-        z = _picked(z, targets)
-    return _mean_nll(z, total), e, total
+    """(mean loss, exp(logits - max) [B, T, V], their sum [B, T, 1]): the backward's softmax too.
+    numpy's (with the kernel, loss() and forward() take its head instead: KERNEL.loss, .head)."""
+    z = logits - _max(logits)
+    e = np.exp(z)  # [B, T, V]
+    total = _sum(e)  # [B, T, 1]
+    return _mean_nll(_picked(z, targets), total), e, total
 
 
 def _picked(x, targets):
@@ -444,7 +440,7 @@ def warm_kernel() -> None:
     loss(p, cfg, idx, idx)  # forward and the held-out loss's head
     backward(p, cfg, forward(p, cfg, idx, idx)[2])  # training's forward, loss head and backward
     extend(p, cfg, [1, 2, 3], extend(p, cfg, [4, 5])[1])  # prefill, then decode after a cache
-    KERNEL.exp_rows(KERNEL.nn(p["wte"], p["wte"].T.copy()))  # a product, a loss's exponentials
+    KERNEL.nn(p["wte"], p["wte"].T.copy())  # a product alone (sampling's head, at its sizes)
     zeros = np.zeros(8, np.float32)
     KERNEL.adamw(zeros.copy(), zeros.copy(), zeros.copy(), zeros, np.zeros(8, np.int32), 0.1, 0.01, 1.0, 0.01, 0.1, 0.01, 1e-8)
 

@@ -14,10 +14,10 @@ in four calls:
 `forward_kept` (which leaves the backward's inputs in the kernel's memory, `Kept`), `head`
 (the tied loss head, forward and backward), `backward` (every block's gradients and the
 embedding's) and `adamw` (numpy's float32 update, to the bit). A loss's exponentials come from
-the same code (`exp_rows`): numpy's float32 exp is its slowest element-wise operation in
-Pyodide (about 18 ns an element), the kernel's four lanes at a time within one ulp. The
-softmax's max and division are numpy's to the bit; the exponential and the order of each
-sum differ in the last bits.
+the attention's softmax code, inside `head` and `loss` (`exp_rows` runs it alone, for the
+tests): numpy's float32 exp is its slowest element-wise operation in Pyodide (about 18 ns an
+element), the kernel's four lanes at a time within one ulp. The softmax's max and division
+are numpy's to the bit; the exponential and the order of each sum differ in the last bits.
 
 The kernel is the committed `sgemm.wasm`, assembled from `sgemm.wat` (`python -m
 widgets_py.models.sgemm` re-assembles it; tests/test_sgemm.py checks the two agree and runs
@@ -387,7 +387,8 @@ class Kernel:
 
     def exp_rows(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A softmax's parts over the last axis, as a loss needs them: x [..., N] ->
-        (exp(x - max) [..., N], max [..., 1], sum of the exponentials [..., 1])."""
+        (exp(x - max) [..., N], max [..., 1], sum of the exponentials [..., 1]). The passes run
+        this code inside them (`head`, `loss`); alone, it is the tests' handle on it."""
         _float32(x)
         *lead, n = x.shape
         rows, at = math.prod(lead), self.base

@@ -91,9 +91,9 @@ const CALLS = {
   [P.CALLS.EDITED]: ({ widget, key, code, params }) =>
     JSON.parse(entry.render_edited(widget, key, code, JSON.stringify(params))),
   // a few steps per turn, so that cancels and widget runs wait little; the curve is drawn
-  // and shown at most every SHOW_MS (each update re-renders the figure on the page, whose
-  // main thread then competes with this worker for the machine's cores: a fifth of a step
-  // at five steps an update on two cores)
+  // and shown at most every SHOW_MS: each update re-renders the figure on the page, whose
+  // main thread then competes with this worker for the machine's cores (benchmarks/training.py
+  // times the whole run)
   [P.CALLS.TRAIN]: async ({ widget, params }, id) => {
     const trainer = entry.Trainer(widget, JSON.stringify(params));
     let shown = -Infinity;
