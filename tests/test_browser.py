@@ -96,6 +96,23 @@ def test_widget_goes_ready_responds_and_agrees_with_cpython(watched, server):
     assert watched.errors == []
 
 
+WARM = """() => {
+  const config = JSON.parse(document.querySelector("script[data-config]").dataset.config);
+  return tw.kernel.get(config).warm;
+}"""
+
+
+def test_the_worker_warms_every_module_and_first_change_up(watched, server):
+    """After the page is interactive, the worker imports every widget module and runs every
+    preparation a first change would pay (browser.warm_steps), then says so: nothing failed."""
+    page = watched.page
+    page.goto(server + PAGE)
+    page.wait_for_selector(READY, timeout=BOOT_MS)
+    page.wait_for_function(WARM, timeout=60_000)
+    assert page.evaluate(WARM) == {"failed": []}
+    assert watched.errors == []
+
+
 def move_a_control(page, sel: str) -> bool:
     """Change the widget's controls one at a time (another option, a slider step, a box)
     until its figure or its numbers change; False if none of them changes anything."""

@@ -28,6 +28,7 @@
       this.sha256 = config.sha256;
       this.failure = null; // a BootError once booting failed
       this.loaded = false;
+      this.warm = null; // once the worker's warm-up is over: {failed: [what did not load]}
       this.progress = { message: "", fraction: 0 }; // the latest boot progress
       this.listeners = new Set(); // (event: {type, ...}) => void
       this.pending = new Map(); // id -> {resolve, reject, onStep}
@@ -57,7 +58,8 @@
                                 package: config.package, entry: config.entry });
     }
 
-    /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}. */
+    /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}
+     *  | {type: "warm", failed} (the worker's warm-up is over: a first change pays nothing more). */
     on(listener) {
       this.listeners.add(listener);
       return () => this.listeners.delete(listener);
@@ -88,6 +90,9 @@
         clearTimeout(this.timer);
         this.settle.resolve(this);
         this.emit({ type: "loaded" });
+      } else if (msg.type === P.WARM) {
+        this.warm = { failed: msg.failed };
+        this.emit({ type: "warm", ...this.warm });
       } else if (msg.type === P.ERROR) {
         this.fail(new BootError("boot", msg.message));
       } else if (msg.type === P.STEP) {

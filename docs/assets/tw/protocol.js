@@ -7,6 +7,8 @@
 //                   {type: "run" | "fixed" | "train" | "source" | "edited", id, payload}
 //                   {type: CANCEL, id}                                   stop a long call
 //   worker -> page  {type: PROGRESS, message, fraction} | {type: LOADED} | {type: ERROR, message}
+//                   {type: WARM, failed}      after LOADED: the widgets' modules and the first
+//                                             changes' preparations are in (failed: what did not load)
 //                   {type: STEP, id, data}                               a long call's progress
 //                   {type: REPLY, id, ok, data | error}                  the call's end
 (function (scope) {
@@ -19,6 +21,7 @@
     PROGRESS: "event:progress",
     LOADED: "event:loaded",
     ERROR: "event:error",
+    WARM: "event:warm",
     STEP: "step",
     REPLY: "reply",
     CALLS: Object.freeze({

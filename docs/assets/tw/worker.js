@@ -28,14 +28,17 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   warmUp(); // not awaited: calls are answered from now on
 }
 
-/** The widgets' modules load while the reader reads, one per turn: calls go in between. */
+/** The widgets' modules load while the reader reads, one per turn: calls go in between.
+ *  At the end the page hears what failed (WARM): nothing, unless something is broken. */
 async function warmUp() {
+  const failed = [];
   for (const module of JSON.parse(entry.modules())) {
     await turn();
     try {
       entry.warm(module);
-    } catch {
-      // a module that fails to import says so when its widget is called, not here
+    } catch (error) {
+      // a module that fails to import says so when its widget is called, too
+      failed.push(`${module}: ${lastLine(error)}`);
     }
   }
   // then what the widgets' first changes would pay: the corpus, the weights, the kernel's first calls
@@ -43,10 +46,12 @@ async function warmUp() {
     await turn();
     try {
       entry.warm_step(i);
-    } catch {
-      // a step that fails says so when a widget needs it
+    } catch (error) {
+      // a step that fails says so when a widget needs it, too
+      failed.push(`pas ${i}: ${lastLine(error)}`);
     }
   }
+  post(P.WARM, { failed });
 }
 
 function lastLine(error) {
