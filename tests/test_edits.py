@@ -83,3 +83,20 @@ def test_edits_are_kept_per_key():
     int4 = edited(code.replace(CONSTANT, 'KV_FORMAT = "int4"'), key="b")
     assert fp8["values"]["kv_prompt_gb"] == pytest.approx(2 * int4["values"]["kv_prompt_gb"])
     assert edited(code.replace(CONSTANT, 'KV_FORMAT = "fp8"'), key="a") == fp8
+
+
+def test_an_edit_computes_what_the_weights_keep_for_itself():
+    """Results kept for the weights (pretrained.derived: a prefill, a drawn figure) are the
+    edited code's own: an edit that changes how one is computed shows its change, even at
+    parameters the shipped code has already answered."""
+    params = {"position": 37}
+    code = shipped("sampling")["source"]
+    before = registry.reply("sampling", params)  # the shipped prefill and figure, kept
+    drawn = code.replace('"tw-bar tw-s2"', '"tw-bar tw-s4"')
+    prompt = code.replace("return corpus.data()[1][:position]", "return corpus.data()[1][1:position + 1]")
+    assert drawn != code and prompt != code
+    figure = json.loads(browser.render_edited("sampling", "a", drawn, json.dumps(params)))["figure"]
+    assert "tw-s4" in figure and "tw-s4" not in before["figure"]
+    values = json.loads(browser.render_edited("sampling", "b", prompt, json.dumps(params)))["values"]
+    assert values["context_tail"] != before["values"]["context_tail"]
+    assert registry.reply("sampling", params) == before  # and the shipped code keeps its own

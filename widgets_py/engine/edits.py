@@ -7,7 +7,9 @@ by a path. "Executa" sends the edited text back with a key naming the widget on 
 (so its relative imports resolve to the shipped engine and models), takes its `WIDGET`
 and answers exactly like browser.render, with the edited widget standing in for the
 shipped one during that call only. Other widgets, and other instances of the same widget,
-keep the shipped module.
+keep the shipped module. What the edited code keeps for the weights (pretrained.derived:
+prefills, held-out losses, drawn figures) is its own, apart from the shipped code's: an
+edit that changes how one is computed is never answered with the shipped result.
 
 A failure (syntax error, exception, a module without a matching WIDGET) is an answer,
 not a crash: {"error": {"kind", "message", "line"}}, the line being in the edited text.
@@ -23,6 +25,7 @@ import traceback
 import types
 from pathlib import Path
 
+from ..models import pretrained
 from . import registry
 from .widget import Widget
 
@@ -86,7 +89,8 @@ def render(name: str, key: str, code: str, params_json: str) -> str:
     filename = _filename(module_of(name))
     try:
         widget = load(name, key, code)
-        with registry.substituted(name, widget):
+        digest = _loaded[key][0]  # results kept for the weights are this text's own (pretrained.scoped)
+        with registry.substituted(name, widget), pretrained.scoped(("edit", digest)):
             return json.dumps(registry.reply(name, json.loads(params_json)), ensure_ascii=False)
     except Exception as exc:  # the reader's code may raise anything: report it, keep the worker
         _loaded.pop(key, None)

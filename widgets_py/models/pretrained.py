@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import io
 import json
+from contextlib import contextmanager
 from functools import cache, partial
 from pathlib import Path
 
@@ -110,10 +111,25 @@ def forget() -> None:
     _derived.clear()
 
 
+_scope: tuple = ()  # what derived() keys start with: () for the shipped code (scoped())
+
+
+@contextmanager
+def scoped(tag: tuple):
+    """derived() apart from the shipped code's results, within the block: a reader's edit of a
+    widget (engine.edits) may change how any of them is computed, so it computes its own."""
+    global _scope
+    before, _scope = _scope, tag
+    try:
+        yield
+    finally:
+        _scope = before
+
+
 def has_derived(key: tuple) -> bool:
     """Whether derived(key, …) would answer without computing (a long compute skips its
     progress report for a stage it already has)."""
-    return key in _derived
+    return _scope + key in _derived
 
 
 def derived(key: tuple, make):
@@ -124,6 +140,7 @@ def derived(key: tuple, make):
     retraining in the browser) invalidate every such result in one place. A result that
     depends on no weights (a simulation's) may be kept here too: new weights drop it, and it
     is computed again, never wrong."""
+    key = _scope + key
     if key not in _derived:
         if len(_derived) >= DERIVED_MAX:
             _derived.clear()
