@@ -208,9 +208,14 @@ def show(token: int) -> str:
     return {" ": "␣", "\n": "↵"}.get(corpus.vocab()[token], corpus.vocab()[token])
 
 
-def _figure(p: dict, v: dict) -> tuple[str, str]:
-    prompt, logits, _ = prefill(p["position"])  # no second forward
-    probs, keep = shape(logits, prompt, p["temperature"], p["top_k"], p["top_p"], p["min_p"], p["penalty"])
+DRAWN = ("position", "temperature", "top_k", "top_p", "min_p", "penalty")  # what the figure depends on
+
+
+def _drawing(position: int, temperature: float, top_k: int, top_p: float, min_p: float, penalty: float) -> Plot:
+    """The figure's plot: the same for every stage of a change (the sample and its seed do
+    not enter it), so drawn once per change (pretrained.derived), not once per stage."""
+    prompt, logits, _ = prefill(position)  # no second forward
+    probs, keep = shape(logits, prompt, temperature, top_k, top_p, min_p, penalty)
     order = np.argsort(-probs, kind="stable")[:SHOWN]
     top = max(probs[order[0]], 1e-9)
     plot = Plot(height=260, left=56).scales((0, SHOWN), (0, top * 1.1))
@@ -227,6 +232,12 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
         plot.parts.append(f'<line class="tw-limit" x1="{plot.x(n)}" y1="{plot.top}" x2="{plot.x(n)}" '
                           f'y2="{plot.y(0)}" stroke-dasharray="6 4"/>')
         plot.text(plot.x(n) + 4, plot.top + 14, "tall", "start", "tw-note")
+    return plot
+
+
+def _figure(p: dict, v: dict) -> tuple[str, str]:
+    key = tuple(p[k] for k in DRAWN)
+    plot = pretrained.derived(("sampling.figure",) + key, lambda: _drawing(*key))
     alt = (f"Distribució del següent caràcter: en queden {v['kept']} candidats amb el "
            f"{fmt.percent(v['mass_kept'])} de la massa; el més probable és «{v['top_token']}» "
            f"({fmt.percent(v['top_prob'])}).")
