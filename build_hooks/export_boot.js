@@ -1,8 +1,9 @@
 // The single-file export's page side (build_hooks/export.py writes it into the file, before
 // kernel.js). It tells the kernel how to make its worker when the page has no folder to load
 // it from: `tw.embedded.worker()` starts one from a Blob URL (export_worker.js, then the
-// site's worker.js) and, once the document is parsed, posts it the compressed payloads that
-// the file carries in <script type="application/x-tw-payload"> elements (base64 of gzip).
+// site's worker.js), `tw.embedded.helper()` the kernel's helper (helper.js), and, once the
+// document is parsed, posts the worker the compressed payloads that the file carries in
+// <script type="application/x-tw-payload"> elements (base64 of gzip).
 (() => {
   "use strict";
   const tw = (window.tw = window.tw || {});
@@ -43,5 +44,10 @@
     return w;
   }
 
-  tw.embedded = { worker };
+  /** The kernel's helper (helper.js: the WebAssembly kernel alone, no files to load). */
+  function helper() {
+    return new Worker(URL.createObjectURL(new Blob([EXPORT.sources["helper.js"]], { type: "text/javascript" })));
+  }
+
+  tw.embedded = { worker, helper };
 })();

@@ -33,7 +33,7 @@ EXTRA = {  # sent with every file
     "Cross-Origin-Opener-Policy": "same-origin",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
 }
-WORKER = "assets/tw/worker.js"
+WORKERS = ("assets/tw/worker.js", "assets/tw/helper.js")  # Pyodide's, and the kernel's helper
 
 
 def page_policy(site: Path) -> str:
@@ -58,9 +58,11 @@ def page_policy(site: Path) -> str:
 def netlify(base: str, policy: str) -> str:
     lines = [f"{base}*", f"  Content-Security-Policy: {policy}"]
     lines += [f"  {k}: {v}" for k, v in EXTRA.items()]
-    # both rules match the worker: these hosts send both values, and a browser enforces
-    # every policy it is sent, so the worker gets the stricter one on top
-    lines += [f"{base}{WORKER}", f"  Content-Security-Policy: {WORKER_POLICY}", ""]
+    # both rules match each worker: these hosts send both values, and a browser enforces
+    # every policy it is sent, so the workers get the stricter one on top
+    for worker in WORKERS:
+        lines += [f"{base}{worker}", f"  Content-Security-Policy: {WORKER_POLICY}"]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -72,9 +74,9 @@ def nginx(base: str, policy: str) -> str:
         "types { application/wasm wasm; }\n"
         f"location {base} {{\n"
         f'    add_header Content-Security-Policy "{policy}" always;\n{common}}}\n'
-        "# nginx does not merge add_header across locations: the worker's block repeats the rest\n"
-        f"location = {base}{WORKER} {{\n"
-        f'    add_header Content-Security-Policy "{WORKER_POLICY}" always;\n{common}}}\n'
+        "# nginx does not merge add_header across locations: the workers' blocks repeat the rest\n"
+        + "".join(f"location = {base}{worker} {{\n"
+                  f'    add_header Content-Security-Policy "{WORKER_POLICY}" always;\n{common}}}\n' for worker in WORKERS)
     )
 
 

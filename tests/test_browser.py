@@ -96,21 +96,49 @@ def test_widget_goes_ready_responds_and_agrees_with_cpython(watched, server):
     assert watched.errors == []
 
 
-WARM = """() => {
+KERNEL = """(key) => {
   const config = JSON.parse(document.querySelector("script[data-config]").dataset.config);
-  return tw.kernel.get(config).warm;
+  return tw.kernel.get(config)[key];
 }"""
 
 
-def test_the_worker_warms_every_module_and_first_change_up(watched, server):
+def test_the_worker_warms_every_module_and_first_change_up_and_has_a_helper(watched, server):
     """After the page is interactive, the worker imports every widget module and runs every
-    preparation a first change would pay (browser.warm_steps), then says so: nothing failed."""
+    preparation a first change would pay (browser.warm_steps), then says so: nothing failed.
+    It sends passes to the kernel's helper (helper.js), which the page started for it."""
     page = watched.page
     page.goto(server + PAGE)
     page.wait_for_selector(READY, timeout=BOOT_MS)
-    page.wait_for_function(WARM, timeout=60_000)
-    assert page.evaluate(WARM) == {"failed": []}
+    page.wait_for_function(KERNEL, arg="warm", timeout=60_000)
+    assert page.evaluate(KERNEL, "warm") == {"failed": [], "helped": True}
     assert watched.errors == []
+
+
+SILENT_HELPER = """self.onmessage = ({ ports }) => {  // takes the kernel, never answers a job
+  ports[0].onmessage = ({ data }) => data.module && ports[0].postMessage({ ready: true });
+};"""
+
+
+@pytest.mark.parametrize("helper", ["missing", "silent"])
+def test_quantize_answers_without_the_kernels_helper(watched, server, helper):
+    """A helper that does not load (no helper.js) is not used; one that stops answering is
+    waited for a moment, then this worker scores its formats itself: the same numbers."""
+    page = watched.page
+    if helper == "missing":
+        page.route("**/assets/tw/helper.js*", lambda route: route.fulfill(status=404, body=""))
+    else:
+        page.route("**/assets/tw/helper.js*", lambda route: route.fulfill(
+            status=200, body=SILENT_HELPER, headers={"Content-Type": "text/javascript"}))
+    page.goto(server + PAGE)
+    page.wait_for_function(KERNEL, arg="warm", timeout=BOOT_MS)
+    assert page.evaluate(KERNEL, "warm") == {"failed": [], "helped": helper == "silent"}
+    sel = '.tw-widget[data-widget="quantize"]'
+    for group in (0, 1):  # the first change finds the silent helper out; the second does without
+        page.eval_on_selector(f"{sel} [name=group]", "(el, i) => { el.value = i; el.dispatchEvent(new Event('input', {bubbles: true})); }", group)
+        page.wait_for_function("s => document.querySelector(s).dataset.busy", arg=sel, timeout=5_000)
+        wait_idle(page, sel)
+        assert_matches_cpython(page, sel)
+    assert [e for e in watched.errors if "404" not in e] == []
 
 
 def move_a_control(page, sel: str) -> bool:

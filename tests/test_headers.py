@@ -54,6 +54,8 @@ def test_header_files_carry_every_page_policy_plus_frame_ancestors(site):
     worker = dict(next(h for path, h in rules if path.endswith("assets/tw/worker.js")))
     wpolicy = _directives(worker["Content-Security-Policy"])
     assert wpolicy["connect-src"] == {"'self'"} and "'unsafe-eval'" not in wpolicy["script-src"]
+    helper = dict(next(h for path, h in rules if path.endswith("assets/tw/helper.js")))  # the kernel's helper
+    assert helper == worker
     nginx = (site / "nginx-headers.conf").read_text()
     assert dict(base)["Content-Security-Policy"] in nginx and worker["Content-Security-Policy"] in nginx
 
@@ -133,6 +135,21 @@ def test_a_chapter_download_still_runs_served_with_the_headers(browser, site, he
         page.goto(headed + "cap15/index.descarrega.html")
         page.wait_for_function(ALL_READY, timeout=BOOT_MS)
         assert errors == []
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+def test_the_kernels_helper_runs_under_the_workers_policy(browser, site, headed):
+    """helper.js gets the workers' strict policy (no sources but its own script, WebAssembly):
+    it still takes the worker's compiled kernel and answers."""
+    context = browser.new_context(service_workers="block")
+    page = context.new_page()
+    try:
+        page.goto(headed + PAGE)
+        warm = "() => tw.kernel.get(JSON.parse(document.getElementById('tw-config').dataset.config)).warm"
+        page.wait_for_function(warm, timeout=BOOT_MS)
+        assert page.evaluate(warm) == {"failed": [], "helped": True}
     finally:
         context.close()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import fmt
-from ..models import corpus, gpt, pretrained
+from ..models import corpus, gpt, offload, pretrained
 from ..models.numformats import decode, encode_many, quantize
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
@@ -131,43 +131,79 @@ def format_key(outliers: float, name: str, group: int | None, handling: str) -> 
     return ("format", outliers, name, group, handling)
 
 
-def measured(outliers: float, name: str, group: int | None, handling: str) -> tuple[float, float, int]:
-    """(held-out loss, bits per weight, 16-bit channels) of one format; cached per weights."""
-    key = format_key(outliers, name, group, handling)
-    _, _, group, handling = key[1:]
+def quantized(outliers: float, name: str, group: int | None, handling: str) -> tuple[dict, float, int]:
+    """(the model in this format, bits per weight, 16-bit channels), with group and handling
+    as format_key keeps them."""
+    _, _, group, handling = format_key(outliers, name, group, handling)[1:]
+    q, bits, n, kept = quantize_model(prepared(outliers, handling), name, group, handling == "llmint8")
+    return q, bits / n, kept
 
+
+def measured(outliers: float, name: str, group: int | None, handling: str, sent=None) -> tuple[float, float, int]:
+    """(held-out loss, bits per weight, 16-bit channels) of one format; cached per weights.
+    With what send() returned, the loss is the helper's."""
     def make():
-        cfg = model(outliers)[0]
-        q, bits, n, kept = quantize_model(prepared(outliers, handling), name, group, handling == "llmint8")
-        return evaluate(q, cfg, corpus.data()[1], EVAL_TOKENS), bits / n, kept
-    return memo(key, make)
+        if sent is not None:
+            job, bits, kept = sent
+            return job.result(), bits, kept
+        q, bits, kept = quantized(outliers, name, group, handling)
+        return evaluate(q, model(outliers)[0], corpus.data()[1], EVAL_TOKENS), bits, kept
+    return memo(format_key(outliers, name, group, handling), make)
+
+
+def original_loss(outliers: float, sent=None) -> float:
+    """The held-out loss of the float model; with what send() returned, the helper's."""
+    cfg, base = model(outliers)
+    return memo(("original", outliers),
+                lambda: sent[0].result() if sent is not None else evaluate(base, cfg, corpus.data()[1], EVAL_TOKENS))
+
+
+def send(outliers: float, name: str, group: int | None, handling: str) -> tuple | None:
+    """The held-out loss of `name` (a format, or "original") as a job for the kernel's helper
+    (models/offload.py), quantized here and scored there: (job, bits per weight, 16-bit
+    channels), or None (no helper)."""
+    cfg, base = model(outliers)
+    q, bits, kept = quantized(outliers, name, group, handling) if name != "original" else (base, None, None)
+    job = offload.evaluate(q, cfg, corpus.data()[1], EVAL_TOKENS)
+    return None if job is None else (job, bits, kept)
 
 
 ORDER = ("int4", "int8", "nf4", "fp8", "bf16")  # the panel's format first: the order results arrive in
+MESSAGES = {"original": "pèrdua del model original"} | {name: f"pèrdua a {label}" for name, label in LABELS.items()}
 
 
 def quantization(granularity: str, group: int, outliers: float, outlier_handling: str):
     """A staged compute (engine.widget.Partial): the figure needs only the weights, so it comes
-    first; then the held-out loss of each format, INT4 first. Stages already measured for
-    these weights report nothing."""
+    first; then the held-out loss of the original model and of each format, INT4 first. Stages
+    already measured for these weights report nothing. With the kernel's helper (a second
+    worker), the last half of what must be scored goes to it first, and this worker scores
+    the first half meanwhile."""
     cfg, base = model(outliers)
     g = group if granularity == "group" else None
     w = base["h0.qkv.w"]
     normal = np.delete(w, OUTLIER_CHANNELS, axis=0)
     out = {"bigram": corpus.bigram_bound(), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
-    todo = [name for name in ORDER if not memoized(format_key(outliers, name, g, outlier_handling))]
-    if not memoized(("original", outliers)):
-        yield Partial(dict(out), 0.0, "pèrdua del model original")
-    out["loss_original"] = original = memo(("original", outliers),
-                                           lambda: evaluate(base, cfg, corpus.data()[1], EVAL_TOKENS))
-    for name in ORDER:
-        if name in todo:
-            yield Partial(dict(out), (1 + todo.index(name)) / (len(todo) + 1), f"pèrdua a {LABELS[name]}")
-        loss, bits, kept = measured(outliers, name, g, outlier_handling)
-        out |= {f"loss_{name}": loss, f"degradation_{name}": loss - original,
-                f"bits_{name}": bits, f"memory_{name}": bits / 16}
-        if name == "int4":
-            out["kept_channels"] = kept  # 16-bit input channels, all matrices
+    keys = {"original": ("original", outliers)} | {name: format_key(outliers, name, g, outlier_handling) for name in ORDER}
+    todo = [name for name, key in keys.items() if not memoized(key)]
+    away = todo[(len(todo) + 1) // 2:] if offload.available() else []  # the helper's share
+    sent: dict = {}  # name -> what send() returned
+    try:
+        for name in keys:
+            if name in todo:
+                wait = sent[name][0] if sent.get(name) else None
+                yield Partial(dict(out), todo.index(name) / len(todo), MESSAGES[name], wait=wait)
+                if away and not sent:  # the first stage: the helper's share goes out before this worker's
+                    sent = {n: send(outliers, n, g, outlier_handling) for n in away}
+            if name == "original":
+                out["loss_original"] = original = original_loss(outliers, sent.get(name))
+                continue
+            loss, bits, kept = measured(outliers, name, g, outlier_handling, sent.get(name))
+            out |= {f"loss_{name}": loss, f"degradation_{name}": loss - original,
+                    f"bits_{name}": bits, f"memory_{name}": bits / 16}
+            if name == "int4":
+                out["kept_channels"] = kept  # 16-bit input channels, all matrices
+    finally:  # a newer change won: the helper drops what it has not started
+        offload.cancel(job for job, *_ in filter(None, sent.values()))
     return out
 
 

@@ -52,10 +52,24 @@ class Run:
 
     def __init__(self, name: str, params_json: str):
         self.stages = registry.replies(name, json.loads(params_json))
+        self.wait = None
 
     def advance(self) -> str:
         """JSON of the next stage: a partial reply (`partial: true`), or the final reply."""
-        return json.dumps(next(self.stages), ensure_ascii=False)
+        reply = next(self.stages)
+        self.wait = reply.pop("wait", None)
+        return json.dumps(reply, ensure_ascii=False)
+
+    def waiting(self) -> int | None:
+        """The id of the helper's job whose reply the next stage reads (models.offload), or None."""
+        return self.wait.id if self.wait is not None and not self.wait.taken else None
+
+
+def connect(client) -> None:
+    """The kernel's helper, once the page has given the worker one (models.offload)."""
+    from ..models import offload
+
+    offload.connect(client)
 
 
 def fixed(name: str, params_json: str) -> str:

@@ -41,6 +41,7 @@ class Partial:
     state: Any
     done: float  # fraction of the work done, 0..1
     message: str = ""  # Catalan: what it is computing now, for the widget's status line
+    wait: Any = None  # what the next stage reads from another worker (models.offload.Job): the worker waits for it
 
 
 def finish(generator) -> Any:

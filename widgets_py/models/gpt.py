@@ -349,10 +349,22 @@ def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
 def loss(p, cfg: GPTConfig, idx, targets) -> float:
     """Mean cross-entropy of targets [B, T] after idx [B, T]: forward's loss, no caches kept."""
     if _kernel_takes(p["wte"]):  # in the browser the head too runs where the forward left its output
-        x = p["wte"][idx] + positions(0, idx.shape[-1], cfg.d)  # [B, T, C]
-        picked, top, total = KERNEL.loss(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d, p["wte"], targets)
-        return _mean_nll(picked - top, total)  # picked - top: z [B, T, 1], as _cross_entropy makes it
+        return nll(*loss_parts(KERNEL, p, cfg, idx, targets))
     return _cross_entropy(mm_nt(hidden_states(p, cfg, idx), p["wte"]), targets)[0]
+
+
+def loss_parts(kernel: sgemm.Kernel, p, cfg: GPTConfig, idx, targets):
+    """loss()'s pass on `kernel` (sgemm.Kernel, float32 weights): each position's target
+    logit, the max of its logits and the sum of their exponentials, each [B, T, 1]. Apart
+    from nll(), so that a pass recorded for another worker (offload.py) is finished when
+    its arrays are back."""
+    x = p["wte"][idx] + positions(0, idx.shape[-1], cfg.d)  # [B, T, C]
+    return kernel.loss(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d, p["wte"], targets)
+
+
+def nll(picked, top, total) -> float:
+    """The mean loss from loss_parts(): picked - top is z [B, T, 1], as _cross_entropy makes it."""
+    return _mean_nll(picked - top, total)
 
 
 def _cross_entropy(logits, targets):

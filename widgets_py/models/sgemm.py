@@ -415,7 +415,8 @@ class BrowserHost:
         from pyodide.ffi import to_js
 
         self._f32 = Float32Array
-        exports = WebAssembly.Instance.new(WebAssembly.Module.new(to_js(wasm))).exports
+        self.module = WebAssembly.Module.new(to_js(wasm))  # compiled once: the helper shares it (offload.py)
+        exports = WebAssembly.Instance.new(self.module).exports
         self.memory = exports.memory
         for name in EXPORTS:  # the kernel's functions, called with byte addresses and sizes
             setattr(self, name, getattr(exports, name))

@@ -106,10 +106,13 @@ def train(cfg: gpt.GPTConfig, tc: TrainConfig, data: np.ndarray,
 
 def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int = 8192) -> float:
     """Mean cross-entropy (nats/char) on the first `tokens` of data, in context windows."""
+    return gpt.loss(p, cfg, *windows(cfg, data, tokens))
+
+
+def windows(cfg: gpt.GPTConfig, data: np.ndarray, tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """evaluate()'s inputs and targets: the first `tokens` of data (whole windows), [N, T] each."""
     n = min(tokens, len(data) - 1) // cfg.context * cfg.context
-    x = data[:n].reshape(-1, cfg.context)  # [N, T]
-    y = data[1:n + 1].reshape(-1, cfg.context)
-    return gpt.loss(p, cfg, x, y)
+    return data[:n].reshape(-1, cfg.context), data[1:n + 1].reshape(-1, cfg.context)
 
 
 def flops_per_step(cfg: gpt.GPTConfig, batch_size: int) -> float:

@@ -28,7 +28,7 @@
       this.sha256 = config.sha256;
       this.failure = null; // a BootError once booting failed
       this.loaded = false;
-      this.warm = null; // once the worker's warm-up is over: {failed: [what did not load]}
+      this.warm = null; // once the worker's warm-up is over: {failed: [what did not load], helped}
       this.progress = { message: "", fraction: 0 }; // the latest boot progress
       this.listeners = new Set(); // (event: {type, ...}) => void
       this.pending = new Map(); // id -> {resolve, reject, onStep}
@@ -43,8 +43,9 @@
       if (gate) {
         const post = this.worker.postMessage.bind(this.worker);
         let queue = gate;
-        this.worker.postMessage = (msg) => (queue = queue.then(() => post(msg)));
+        this.worker.postMessage = (msg, transfer = []) => (queue = queue.then(() => post(msg, transfer)));
       }
+      this.helper = this.startHelper();
       this.worker.onmessage = (event) => this.receive(event.data);
       this.worker.onerror = (event) => {
         event.preventDefault();
@@ -58,8 +59,23 @@
                                 package: config.package, entry: config.entry });
     }
 
+    /** The kernel's helper (helper.js), joined to the worker by a channel of their own; or
+     *  null if it cannot start: Python then runs every pass itself, as it would anyway. */
+    startHelper() {
+      try {
+        const helper = tw.embedded ? tw.embedded.helper() : new Worker(new URL(P.HELPER, HERE));
+        const channel = new MessageChannel();
+        helper.postMessage(null, [channel.port2]);
+        this.worker.postMessage({ type: P.PORT }, [channel.port1]);
+        return helper;
+      } catch {
+        return null;
+      }
+    }
+
     /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}
-     *  | {type: "warm", failed} (the worker's warm-up is over: a first change pays nothing more). */
+     *  | {type: "warm", failed, helped} (the worker's warm-up is over: a first change pays nothing
+     *  more; helped: it sends passes to the kernel's helper). */
     on(listener) {
       this.listeners.add(listener);
       return () => this.listeners.delete(listener);
@@ -91,7 +107,7 @@
         this.settle.resolve(this);
         this.emit({ type: "loaded" });
       } else if (msg.type === P.WARM) {
-        this.warm = { failed: msg.failed };
+        this.warm = { failed: msg.failed, helped: msg.helped };
         this.emit({ type: "warm", ...this.warm });
       } else if (msg.type === P.ERROR) {
         this.fail(new BootError("boot", msg.message));
@@ -112,6 +128,7 @@
       this.failure = error;
       clearTimeout(this.timer);
       this.worker.terminate();
+      if (this.helper) this.helper.terminate();
       this.pending.forEach((call) => call.reject(error));
       this.pending.clear();
       this.settle.reject(error);

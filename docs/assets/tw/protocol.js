@@ -4,11 +4,14 @@
 // messages, namespaced events, loading starts as soon as the worker does).
 //
 //   page -> worker  {type: INIT, indexURL, lockFileURL, package, entry}
+//                   {type: PORT} + a MessagePort to the kernel's helper (helper.js, which
+//                   the page gives the other end), if the page could start one
 //                   {type: "run" | "fixed" | "train" | "source" | "edited", id, payload}
 //                   {type: CANCEL, id}                                   stop a long call
 //   worker -> page  {type: PROGRESS, message, fraction} | {type: LOADED} | {type: ERROR, message}
-//                   {type: WARM, failed}      after LOADED: the widgets' modules and the first
-//                                             changes' preparations are in (failed: what did not load)
+//                   {type: WARM, failed, helped}  after LOADED: the widgets' modules and the first
+//                                 changes' preparations are in (failed: what did not load; helped:
+//                                 passes go to the kernel's helper)
 //                   {type: STEP, id, data}                               a long call's progress
 //                   {type: REPLY, id, ok, data | error}                  the call's end
 (function (scope) {
@@ -16,6 +19,8 @@
   const tw = (scope.tw = scope.tw || {});
   tw.protocol = Object.freeze({
     WORKER: "worker.js", // beside this file and kernel.js
+    HELPER: "helper.js", // the same: a second worker that runs only the WebAssembly kernel
+    PORT: "port",
     INIT: "init",
     CANCEL: "cancel",
     PROGRESS: "event:progress",

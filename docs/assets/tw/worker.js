@@ -41,6 +41,16 @@ async function warmUp() {
       failed.push(`${module}: ${lastLine(error)}`);
     }
   }
+  // the kernel's helper, once the models are in (not before "ready": they load the kernel)
+  if (helperPort) {
+    await turn();
+    try {
+      helper = helperClient(helperPort);
+      entry.connect(helper);
+    } catch (error) {
+      failed.push(`helper: ${lastLine(error)}`);
+    }
+  }
   // then what the widgets' first changes would pay: the corpus, the weights, the kernel's first calls
   for (let i = 0, n = entry.warm_steps(); i < n; i++) {
     await turn();
@@ -51,7 +61,58 @@ async function warmUp() {
       failed.push(`pas ${i}: ${lastLine(error)}`);
     }
   }
-  post(P.WARM, { failed });
+  post(P.WARM, { failed, helped: Boolean(helper && helper.ready) });
+}
+
+/** The kernel's helper (helper.js), through the port the page gave (kernel.js): Python's
+ *  models/offload.py sends it recorded kernel passes once it is `ready`, each under an id,
+ *  and takes their reads. A helper that never loads, or stops answering, is not used. */
+let helperPort = null;
+let helper = null; // its client, once connected
+const JOB_MS = 2000; // a job not back by then: the helper is gone, Python computes it itself
+function helperClient(port) {
+  const pending = new Map(); // job id -> {reply: a promise of its reply, resolve}
+  const replies = new Map(); // job id -> its reads (Float32Array[]), or null (failed)
+  const dropped = new Set(); // ids cancelled: their replies are not kept
+  const client = {
+    ready: false,
+    load: (module) => port.postMessage({ module }),
+    submit(ops, id) {
+      let resolve;
+      const reply = new Promise((r) => (resolve = r));
+      pending.set(id, { reply, resolve });
+      port.postMessage({ id, ops }, ops.filter((op) => op[0] === "write").map((op) => op[2].buffer));
+    },
+    take(id) {
+      const reads = replies.get(id);
+      replies.delete(id);
+      if (pending.has(id)) dropped.add(id); // late: Python computes it itself
+      return reads || null;
+    },
+    cancel(ids) {
+      for (const id of ids) {
+        replies.delete(id);
+        if (pending.has(id)) dropped.add(id);
+      }
+      port.postMessage({ cancel: ids });
+    },
+    /** Until job `id` is back, or JOB_MS have passed: then no more jobs go to the helper. */
+    async settled(id) {
+      const job = pending.get(id);
+      if (!job) return;
+      const back = await Promise.race([job.reply, new Promise((resolve) => setTimeout(resolve, JOB_MS, false))]);
+      if (!back) client.ready = false;
+    },
+  };
+  port.onmessage = ({ data }) => {
+    if ("ready" in data) client.ready = data.ready;
+    const job = pending.get(data.id);
+    if (!job) return;
+    pending.delete(data.id);
+    if (!dropped.delete(data.id)) replies.set(data.id, data.error ? null : data.reads);
+    job.resolve(true);
+  };
+  return client;
 }
 
 function lastLine(error) {
@@ -71,19 +132,28 @@ const turn = () => new Promise((resolve) => {
 });
 
 const STEPS_PER_TURN = 5; // training steps between two turns
+const PARTIAL_MS = 80; // a staged run shows its first partial, then at most one per this many ms
 const SHOW_MS = 200; // at most one training update shown per this many ms
 
 const CALLS = {
   // a stage at a time: partials go out as steps; between stages other calls run, and a run
   // the page has cancelled (a newer change of the same widget) stops
+  // (at most every PARTIAL_MS: each re-renders the widget on the page, whose main thread
+  // competes with this worker and the kernel's helper for the machine's cores)
   [P.CALLS.RUN]: async ({ widget, params }, id) => {
     const run = entry.Run(widget, JSON.stringify(params));
+    let shown = -Infinity;
     try {
       for (;;) {
         const data = JSON.parse(run.advance());
         if (!data.partial) return data;
-        post(P.STEP, { id, data });
+        if (performance.now() - shown >= PARTIAL_MS) {
+          post(P.STEP, { id, data });
+          shown = performance.now();
+        }
         await turn();
+        const job = run.waiting(); // the next stage reads the reply to this job of the kernel's helper
+        if (job != null) await helper.settled(job); // failed or late: Python computes it itself
         if (cancelled.has(id)) return { cancelled: true };
       }
     } finally {
@@ -123,8 +193,10 @@ const CALLS = {
 
 let booted = null;
 
-self.onmessage = async ({ data: msg }) => {
-  if (msg.type === P.INIT) {
+self.onmessage = async ({ data: msg, ports }) => {
+  if (msg.type === P.PORT) {
+    helperPort = ports[0] || null;
+  } else if (msg.type === P.INIT) {
     booted = boot(msg).then(
       () => true,
       (error) => {

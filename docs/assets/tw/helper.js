@@ -1,0 +1,87 @@
+// The kernel's helper: a second worker that runs only the mini-GPT's WebAssembly kernel
+// (sgemm.wasm, no Python), so that a compute with several independent passes (the quantize
+// widget's held-out losses, one per format) uses the reader's second core as well.
+//
+// kernel.js starts it beside the Pyodide worker and hands each one end of a MessageChannel.
+// On that port the Pyodide worker sends, in order:
+//   {module}                    once: the kernel it runs itself (widgets_py/models/sgemm.wasm),
+//                               compiled: V8 shares its code, already tiered up, between workers
+//   {id, ops}                   a recorded pass (widgets_py/models/offload.py): ["reserve", floats],
+//                               ["write", at, Float32Array], ["call", export, args], ["read", at, size],
+//                               replayed on this worker's own instance
+//   {cancel: [id, ...]}         jobs no longer wanted: dropped if not started
+// and gets back {ready: true} once the kernel is in (or {ready: false, error}), then for each
+// job {id, reads: [Float32Array, ...]} (the pass's reads, in order) or {id, error}.
+// The same kernel on the same inputs: the results are the bits the worker would compute.
+"use strict";
+
+const PAGE = 65536; // bytes in a WebAssembly memory page
+let port = null;
+let kernel = null; // the instance's exports, once the module is in
+let failure = null; // why the kernel could not be instantiated
+const queue = []; // jobs not started yet, in order
+
+function replay(ops) {
+  const { memory } = kernel;
+  const reads = [];
+  for (const op of ops) {
+    if (op[0] === "reserve") {
+      const missing = op[1] * 4 - memory.buffer.byteLength;
+      if (missing > 0) memory.grow(Math.ceil(missing / PAGE));
+    } else if (op[0] === "write") {
+      new Float32Array(memory.buffer, op[1] * 4, op[2].length).set(op[2]);
+    } else if (op[0] === "call") {
+      if (typeof kernel[op[1]] !== "function") throw new TypeError(`${op[1]}: el nucli no té aquesta funció`);
+      kernel[op[1]](...op[2]);
+    } else if (op[0] === "read") {
+      reads.push(new Float32Array(memory.buffer, op[1] * 4, op[2]).slice());
+    } else {
+      throw new TypeError(`${op[0]}: operació desconeguda`);
+    }
+  }
+  return reads;
+}
+
+// one job per turn, so that a cancel that arrives meanwhile overtakes the jobs still queued
+const turns = new MessageChannel();
+turns.port1.onmessage = () => {
+  const job = queue.shift();
+  if (!job) return;
+  try {
+    if (failure) throw failure;
+    const reads = replay(job.ops);
+    port.postMessage({ id: job.id, reads }, reads.map((r) => r.buffer));
+  } catch (error) {
+    port.postMessage({ id: job.id, error: String(error && error.message ? error.message : error) });
+  }
+  if (queue.length) turns.port2.postMessage(null);
+};
+
+function receive({ data }) {
+  if (data.module) {
+    try {
+      kernel = new WebAssembly.Instance(data.module).exports;
+      port.postMessage({ ready: true });
+    } catch (error) {
+      failure = error; // every job answers with this error: Python computes it itself
+      port.postMessage({ ready: false, error: String(error) });
+    }
+  } else if (data.cancel) {
+    const dropped = new Set(data.cancel);
+    for (let i = queue.length - 1; i >= 0; i--) {
+      if (dropped.has(queue[i].id)) {
+        port.postMessage({ id: queue[i].id, error: "cancelled" });
+        queue.splice(i, 1);
+      }
+    }
+  } else {
+    queue.push(data);
+    if (queue.length === 1) turns.port2.postMessage(null);
+  }
+}
+
+self.onmessage = ({ ports }) => {
+  if (port || !ports.length) return; // one port, the first one given
+  port = ports[0];
+  port.onmessage = receive;
+};

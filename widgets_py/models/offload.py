@@ -1,0 +1,135 @@
+"""Kernel passes run by the kernel's helper: a second worker with the same WebAssembly kernel
+and no Python (assets/tw/helper.js), so that a compute of independent passes uses the
+reader's second core too. The quantize widget scores four to six formats a change, each a
+forward over 4,096 held-out tokens whose dense products already run near the SIMD peak of
+one core (benchmarks/recompute.py times a change).
+
+A pass is recorded by running sgemm.Kernel's own code on a `Recorder`, a host that only
+notes what it is asked (reserve, write, the exports' calls, read). The helper replays the
+notes on its own instance and sends the reads back; they fill the arrays the Kernel's code
+returned. The same kernel on the same inputs: the bits of the pass run here.
+
+worker.js connects the helper once the page has given it one (kernel.js); without it, or
+if a job fails, `Job.result()` computes the pass here, so the answer never depends on it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+
+from . import gpt, sgemm, train
+
+_client = None  # worker.js's client of the helper: ready, load(module), submit(ops, id), take(id), cancel(ids)
+_ids = itertools.count(1)  # jobs' ids
+
+
+def connect(client) -> None:
+    """worker.js's client of the helper: it gets the kernel, then jobs. Not where this
+    runtime has no kernel (no WebAssembly SIMD: the helper could not run it either).
+
+    The helper gets the compiled module, not its bytes: V8 shares a module's code between
+    workers, tiered up by this worker's warm-up (gpt.warm_kernel), where a fresh compile
+    would run a held-out loss, one long call, in its baseline tier."""
+    global _client
+    if gpt.KERNEL is None:
+        return
+    client.load(gpt.KERNEL.host.module)
+    _client = client
+
+
+def available() -> bool:
+    """Whether passes go to the helper: connected, its kernel in, and answering (worker.js)."""
+    return _client is not None and bool(_client.ready)
+
+
+class Recorder:
+    """A host for sgemm.Kernel that records instead of running: ops as helper.js replays
+    them (addresses and sizes in floats), and the arrays its reads will fill, in order."""
+
+    def __init__(self):
+        self.ops: list[list] = []
+        self.outs: list[np.ndarray] = []
+
+    def reserve(self, floats: int) -> None:
+        self.ops.append(["reserve", int(floats)])
+
+    def write(self, at: int, x: np.ndarray) -> None:
+        self.ops.append(["write", int(at), np.array(x, np.float32, copy=True).ravel()])  # as it is now
+
+    def read(self, at: int, out: np.ndarray) -> None:
+        self.ops.append(["read", int(at), out.size])
+        self.outs.append(out)
+
+    def __getattr__(self, name: str):
+        if name not in sgemm.EXPORTS:
+            raise AttributeError(name)
+        return lambda *args: self.ops.append(["call", name, list(args)])
+
+
+class Job:
+    """A recorded pass sent to the helper, under an id of its own: worker.js keeps its reply
+    and, before the stage that reads it, waits for it (engine.widget.Partial.wait). result()
+    fills the arrays the pass returned and finishes them, or computes the pass here if the
+    reply is not there (failed, or late: worker.js stops waiting)."""
+
+    def __init__(self, recorder: Recorder, finish, fallback):
+        self.id = next(_ids)
+        self.outs, self.finish, self.fallback = recorder.outs, finish, fallback
+        self.taken = False
+        _client.submit(_outgoing(recorder.ops), self.id)
+
+    def result(self):
+        self.taken = True
+        reads = _client.take(self.id)  # the reads, in order, or None
+        if reads is None:
+            return self.fallback()
+        for out, read in zip(self.outs, reads):
+            read.assign_to(out)
+        return self.finish()
+
+
+def _js(x):
+    """x as JavaScript values in Pyodide (to_js); elsewhere (tests, whose client replays in
+    wasmtime) as it is."""
+    if sys.platform != "emscripten":
+        return x
+    from pyodide.ffi import to_js
+
+    return to_js(x)
+
+
+def _outgoing(ops: list[list]):
+    """The ops for the client: in Pyodide each write a Float32Array of its own (worker.js
+    transfers its buffer)."""
+    if sys.platform == "emscripten":
+        from js import Float32Array
+
+        ops = [op if op[0] != "write" else ["write", op[1], _typed(Float32Array, op[2])] for op in ops]
+    return _js(ops)
+
+
+def _typed(kind, x: np.ndarray):
+    array = kind.new(x.size)
+    array.assign(x)
+    return array
+
+
+def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int) -> Job | None:
+    """train.evaluate(p, cfg, data, tokens) as a helper's job, or None (no helper, or weights
+    the kernel does not take: evaluate here)."""
+    if _client is None or p["wte"].dtype != np.float32:
+        return None
+    recorder = Recorder()
+    parts = gpt.loss_parts(sgemm.Kernel(recorder), p, cfg, *train.windows(cfg, data, tokens))
+    return Job(recorder, lambda: gpt.nll(*parts), lambda: train.evaluate(p, cfg, data, tokens))
+
+
+def cancel(jobs) -> None:
+    """Jobs whose results were not taken (a newer change won): the helper drops those not
+    started, and worker.js the replies of the others."""
+    ids = [job.id for job in jobs if not job.taken]
+    if ids and _client is not None:
+        _client.cancel(_js(ids))
