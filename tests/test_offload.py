@@ -33,8 +33,8 @@ class Helper:
         self.host, self.answer, self.module = WasmtimeHost(), answer, None
         self.ready, self.jobs, self.replies, self.cancelled = False, [], {}, []
 
-    def load(self, module):
-        self.module = module
+    def load(self, module, wasm):
+        self.module, self.wasm = module, wasm
         self.ready = True  # helper.js answers {ready: true} once its instance is made
 
     def submit(self, ops, id):
@@ -79,7 +79,8 @@ def kernelled(monkeypatch):
 def connected(answer: str = "reads") -> Helper:
     helper = Helper(answer)
     offload.connect(helper)
-    assert helper.module == "the worker's compiled module" and offload.available()
+    assert helper.module == "the worker's compiled module" and helper.wasm == sgemm.WASM.read_bytes()
+    assert offload.available()
     return helper
 
 

@@ -6,11 +6,14 @@
 // On that port the Pyodide worker sends, in order:
 //   {module}                    once: the kernel it runs itself (widgets_py/models/sgemm.wasm),
 //                               compiled: V8 shares its code, already tiered up, between workers
+//   {wasm: bytes}               instead, if it asked for them: where the module cannot be shared
+//                               (a single-file chapter opened from disk: an opaque origin)
 //   {id, ops}                   a recorded pass (widgets_py/models/offload.py): ["reserve", floats],
 //                               ["write", at, Float32Array], ["call", export, args], ["read", at, size],
 //                               replayed on this worker's own instance
 //   {cancel: [id, ...]}         jobs no longer wanted: dropped if not started
-// and gets back {ready: true} once the kernel is in (or {ready: false, error}), then for each
+// and gets back {ready: true} once the kernel is in (or {ready: false, error}, or {bytes: true}
+// for a module it could not receive), then for each
 // job {id, reads: [Float32Array, ...]} (the pass's reads, in order) or {id, error}.
 // The same kernel on the same inputs: the results are the bits the worker would compute.
 "use strict";
@@ -58,9 +61,9 @@ turns.port1.onmessage = () => {
 };
 
 function receive({ data }) {
-  if (data.module) {
+  if (data.module || data.wasm) {
     try {
-      kernel = new WebAssembly.Instance(data.module).exports;
+      kernel = new WebAssembly.Instance(data.module || new WebAssembly.Module(data.wasm)).exports;
       port.postMessage({ ready: true });
     } catch (error) {
       failure = error; // every job answers with this error: Python computes it itself
@@ -84,4 +87,5 @@ self.onmessage = ({ ports }) => {
   if (port || !ports.length) return; // one port, the first one given
   port = ports[0];
   port.onmessage = receive;
+  port.onmessageerror = () => port.postMessage({ bytes: true }); // the module, where it cannot be shared
 };

@@ -74,9 +74,13 @@ function helperClient(port) {
   const pending = new Map(); // job id -> {reply: a promise of its reply, resolve}
   const replies = new Map(); // job id -> its reads (Float32Array[]), or null (failed)
   const dropped = new Set(); // ids cancelled: their replies are not kept
+  let wasm = null; // the kernel's bytes, for a helper that cannot receive the compiled module
   const client = {
     ready: false,
-    load: (module) => port.postMessage({ module }),
+    load(module, bytes) {
+      wasm = bytes;
+      port.postMessage({ module });
+    },
     submit(ops, id) {
       let resolve;
       const reply = new Promise((r) => (resolve = r));
@@ -106,6 +110,7 @@ function helperClient(port) {
   };
   port.onmessage = ({ data }) => {
     if ("ready" in data) client.ready = data.ready;
+    if (data.bytes) port.postMessage({ wasm }); // it compiles them itself
     const job = pending.get(data.id);
     if (!job) return;
     pending.delete(data.id);
