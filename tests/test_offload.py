@@ -80,7 +80,9 @@ def connected(answer: str = "reads") -> Helper:
     helper = Helper(answer)
     offload.connect(helper)
     assert helper.module == "the worker's compiled module" and helper.wasm == sgemm.WASM.read_bytes()
-    assert offload.available()
+    with offload.waited():
+        assert offload.available()
+    assert not offload.available()  # only for a caller that waits
     return helper
 
 
@@ -100,7 +102,16 @@ def test_a_recorded_pass_replayed_on_another_kernel_gives_its_bits(kernelled):
 def test_a_helper_not_ready_gets_no_job(kernelled):
     helper = connected()
     helper.ready = False  # its kernel did not load, or it stopped answering (worker.js)
-    finish(quantize.quantization("group", 32, 40.0, "none"))
+    with offload.waited():
+        finish(quantize.quantization("group", 32, 40.0, "none"))
+    assert helper.jobs == []
+
+
+def test_a_compute_run_at_once_sends_no_job(kernelled):
+    """A reply in one call (the prose's fixed numbers, the code panel's edits, the build)
+    reads every stage at once: nothing would wait for the helper's reply."""
+    helper = connected()
+    registry.reply("quantize", {"group": 32})
     assert helper.jobs == []
 
 
@@ -121,7 +132,8 @@ def test_quantize_answers_the_same_with_the_helper(kernelled, answer):
     passes = []
     here = kernelled.loss
     kernelled.loss = lambda *a: passes.append(1) or here(*a)  # the losses this worker computes
-    helped = finish(quantize.quantization(**params))
+    with offload.waited():  # as browser.Run advances a staged compute
+        helped = finish(quantize.quantization(**params))
     assert helped == alone
     assert len(helper.jobs) == 3
     assert len(passes) == (3 if answer == "reads" else 6)  # failed or late jobs: computed here

@@ -55,8 +55,12 @@ class Run:
         self.wait = None
 
     def advance(self) -> str:
-        """JSON of the next stage: a partial reply (`partial: true`), or the final reply."""
-        reply = next(self.stages)
+        """JSON of the next stage: a partial reply (`partial: true`), or the final reply. The
+        worker waits for the helper's job a stage names (waiting()) before the next one."""
+        from ..models import offload
+
+        with offload.waited():
+            reply = next(self.stages)
         self.wait = reply.pop("wait", None)
         return json.dumps(reply, ensure_ascii=False)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from . import gpt, sgemm, train
 
 _client = None  # worker.js's client of the helper: ready, load(module), submit(ops, id), take(id), cancel(ids)
 _ids = itertools.count(1)  # jobs' ids
+_waits = False  # whether the caller waits for a job before the stage that reads it (waited())
 
 
 def connect(client) -> None:
@@ -42,8 +44,21 @@ def connect(client) -> None:
 
 
 def available() -> bool:
-    """Whether passes go to the helper: connected, its kernel in, and answering (worker.js)."""
-    return _client is not None and bool(_client.ready)
+    """Whether passes go to the helper: connected, its kernel in, answering (worker.js), and a
+    caller that waits for them (a compute run to its end at once would read no reply)."""
+    return _waits and _client is not None and bool(_client.ready)
+
+
+@contextmanager
+def waited():
+    """Within the block, the caller waits for the job a stage carries (Partial.wait) before the
+    next stage (browser.Run, in the worker): only then do passes go to the helper."""
+    global _waits
+    before, _waits = _waits, True
+    try:
+        yield
+    finally:
+        _waits = before
 
 
 class Recorder:

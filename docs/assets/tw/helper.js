@@ -13,8 +13,8 @@
 //                               replayed on this worker's own instance
 //   {cancel: [id, ...]}         jobs no longer wanted: dropped if not started
 // and gets back {ready: true} once the kernel is in (or {ready: false, error}, or {bytes: true}
-// for a module it could not receive), then for each
-// job {id, reads: [Float32Array, ...]} (the pass's reads, in order) or {id, error}.
+// for a module it could not receive), then for each job {id, reads: [Float32Array, ...]} (the
+// pass's reads, in order) or {id, error}.
 // The same kernel on the same inputs: the results are the bits the worker would compute.
 "use strict";
 

@@ -141,10 +141,10 @@ const PARTIAL_MS = 80; // a staged run shows its first partial, then at most one
 const SHOW_MS = 200; // at most one training update shown per this many ms
 
 const CALLS = {
-  // a stage at a time: partials go out as steps; between stages other calls run, and a run
-  // the page has cancelled (a newer change of the same widget) stops
-  // (at most every PARTIAL_MS: each re-renders the widget on the page, whose main thread
-  // competes with this worker and the kernel's helper for the machine's cores)
+  // a stage at a time: partials go out as steps (at most one per PARTIAL_MS: each re-renders
+  // the widget on the page, whose main thread competes with this worker and the kernel's
+  // helper for the machine's cores); between stages other calls run, and a run the page has
+  // cancelled (a newer change of the same widget) stops
   [P.CALLS.RUN]: async ({ widget, params }, id) => {
     const run = entry.Run(widget, JSON.stringify(params));
     let shown = -Infinity;
