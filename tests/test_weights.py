@@ -92,3 +92,20 @@ def test_a_brief_retraining_from_scratch_lands_in_its_band(seed):
         loss = train.evaluate(p, cfg, corpus.data()[1], 4096)
     assert history[0] > 4.0  # starts near ln(90) = 4.50: a uniform guess
     assert 2.3 < loss < 2.8, loss
+
+
+def test_kept_results_give_way_to_new_ones_least_recently_used_first(monkeypatch):
+    """pretrained.derived at its bound drops the result used longest ago, not everything: a
+    slider dragged through many values must not cost another widget its scored formats."""
+    monkeypatch.setattr(pretrained, "DERIVED_MAX", 3)
+    pretrained.forget()
+    made = []
+    keep = lambda key: pretrained.derived(key, lambda: made.append(key) or key)  # noqa: E731
+    try:
+        for key in [("a",), ("b",), ("c",), ("a",), ("d",)]:  # "a" used again before "d" comes
+            keep(key)
+        assert [pretrained.has_derived(k) for k in [("a",), ("b",), ("c",), ("d",)]] == [True, False, True, True]
+        keep(("a",))
+        assert made == [("a",), ("b",), ("c",), ("d",)]  # "a" was made once
+    finally:
+        pretrained.forget()

@@ -139,12 +139,17 @@ def derived(key: tuple, make):
     held-out loss) here rather than in caches of their own, so that new weights (a
     retraining in the browser) invalidate every such result in one place. A result that
     depends on no weights (a simulation's) may be kept here too: new weights drop it, and it
-    is computed again, never wrong."""
+    is computed again, never wrong. At DERIVED_MAX results, the one used longest ago goes:
+    a reader dragging one slider adds one figure a step, and should not cost another widget
+    its scored formats."""
     key = _scope + key
-    if key not in _derived:
-        if len(_derived) >= DERIVED_MAX:
-            _derived.clear()
-        _derived[key] = make()
+    if key in _derived:
+        _derived[key] = _derived.pop(key)  # the most recently used last
+    else:
+        value = make()
+        while len(_derived) >= DERIVED_MAX:
+            del _derived[next(iter(_derived))]
+        _derived[key] = value
     return _derived[key]
 
 
