@@ -100,10 +100,11 @@ function helperClient(port) {
       }
       port.postMessage({ cancel: ids });
     },
-    /** Until job `id` is back, or JOB_MS have passed: then no more jobs go to the helper. */
+    /** Until job `id` is back, or JOB_MS have passed: then no more jobs go to the helper,
+     *  and those it still has are not waited for. */
     async settled(id) {
       const job = pending.get(id);
-      if (!job) return;
+      if (!job || !client.ready) return;
       const back = await Promise.race([job.reply, new Promise((resolve) => setTimeout(resolve, JOB_MS, false))]);
       if (!back) client.ready = false;
     },
