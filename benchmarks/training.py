@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import book  # noqa: E402
-from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path  # noqa: E402
+from conftest import CHROMIUM_ARGS, KERNEL_WARM, _Quiet, build_site, chromium_path  # noqa: E402
 
 from widgets_py.engine import registry
 
@@ -171,10 +171,7 @@ def main() -> None:
     print(f"browser / CPython time: {browser_s / cpython_s:.1f}×")
 
 
-IDLE = """() => {  // every widget's first run over, and the worker's warm-up (kernel.js: warm)
-  const config = JSON.parse(document.querySelector("script[data-config]").dataset.config);
-  return tw.kernel.get(config).warm && !document.querySelector(".tw-widget[data-busy]");
-}"""
+IDLE = f"""() => ({KERNEL_WARM})() && !document.querySelector(".tw-widget[data-busy]")"""  # warm-up and first runs over
 
 
 def browser_training(browser, url: str, steps: int) -> tuple[float, float, str]:

@@ -25,6 +25,8 @@ import widgets_py  # noqa: E402
 widgets_py.__path__.append(str(FIXTURE / "widgets_py"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+# The worker's warm-up state in a page (kernel.js: null until it is over, then {failed, helped})
+KERNEL_WARM = """() => tw.kernel.get(JSON.parse(document.querySelector("script[data-config]").dataset.config)).warm"""
 
 
 def build_site(dest: Path, project: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:

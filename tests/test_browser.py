@@ -9,6 +9,7 @@ import pytest
 
 import book
 import tolerance
+from conftest import KERNEL_WARM
 from widgets_py import formatted, run
 from widgets_py.engine.registry import is_measured
 
@@ -97,12 +98,6 @@ def test_widget_goes_ready_responds_and_agrees_with_cpython(watched, server):
     assert watched.errors == []
 
 
-KERNEL = """(key) => {
-  const config = JSON.parse(document.querySelector("script[data-config]").dataset.config);
-  return tw.kernel.get(config)[key];
-}"""
-
-
 def test_the_worker_warms_every_module_and_first_change_up_and_has_a_helper(watched, server):
     """After the page is interactive, the worker imports every widget module and runs every
     preparation a first change would pay (browser.warm_steps), then says so: nothing failed.
@@ -110,8 +105,8 @@ def test_the_worker_warms_every_module_and_first_change_up_and_has_a_helper(watc
     page = watched.page
     page.goto(server + PAGE)
     page.wait_for_selector(READY, timeout=BOOT_MS)
-    page.wait_for_function(KERNEL, arg="warm", timeout=60_000)
-    assert page.evaluate(KERNEL, "warm") == {"failed": [], "helped": True}
+    page.wait_for_function(KERNEL_WARM, timeout=60_000)
+    assert page.evaluate(KERNEL_WARM) == {"failed": [], "helped": True}
     assert watched.errors == []
 
 
@@ -131,8 +126,8 @@ def test_quantize_answers_without_the_kernels_helper(watched, server, helper):
         page.route("**/assets/tw/helper.js*", lambda route: route.fulfill(
             status=200, body=SILENT_HELPER, headers={"Content-Type": "text/javascript"}))
     page.goto(server + PAGE)
-    page.wait_for_function(KERNEL, arg="warm", timeout=BOOT_MS)
-    assert page.evaluate(KERNEL, "warm") == {"failed": [], "helped": helper == "silent"}
+    page.wait_for_function(KERNEL_WARM, timeout=BOOT_MS)
+    assert page.evaluate(KERNEL_WARM) == {"failed": [], "helped": helper == "silent"}
     sel = '.tw-widget[data-widget="quantize"]'
     for group in (0, 1):  # the first change finds the silent helper out; the second does without
         start = time.monotonic()

@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from build_hooks import downloads, export
+from conftest import KERNEL_WARM
 from test_browser import BOOT_MS, assert_matches_cpython, move_a_control, wait_idle
 
 PAGE = "cap15/index.html"
@@ -84,9 +85,8 @@ def test_the_file_is_interactive_from_disk_with_no_request(browser, site, tmp_pa
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url)
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
-    warm = """() => tw.kernel.get(JSON.parse(document.querySelector("script[data-config]").dataset.config)).warm"""
-    page.wait_for_function(warm, timeout=BOOT_MS)
-    assert page.evaluate(warm) == {"failed": [], "helped": True}  # the kernel's helper too, from the file's bytes
+    page.wait_for_function(KERNEL_WARM, timeout=BOOT_MS)
+    assert page.evaluate(KERNEL_WARM) == {"failed": [], "helped": True}  # the kernel's helper too, from the file's bytes
     widgets = page.eval_on_selector_all(".tw-widget", "ws => ws.map(w => [w.dataset.instance, Boolean(w.querySelector('.tw-train'))])")
     assert len(widgets) >= 8
     for instance, trainable in widgets:

@@ -13,7 +13,7 @@ from html import unescape
 
 import pytest
 
-from conftest import free_port
+from conftest import KERNEL_WARM, free_port
 
 PAGE = "cap15/index.html"
 BOOT_MS = 120_000
@@ -147,9 +147,8 @@ def test_the_kernels_helper_runs_under_the_workers_policy(browser, site, headed)
     page = context.new_page()
     try:
         page.goto(headed + PAGE)
-        warm = "() => tw.kernel.get(JSON.parse(document.getElementById('tw-config').dataset.config)).warm"
-        page.wait_for_function(warm, timeout=BOOT_MS)
-        assert page.evaluate(warm) == {"failed": [], "helped": True}
+        page.wait_for_function(KERNEL_WARM, timeout=BOOT_MS)
+        assert page.evaluate(KERNEL_WARM) == {"failed": [], "helped": True}
     finally:
         context.close()
 

@@ -73,7 +73,7 @@ class Recorder:
         self.ops.append(["reserve", int(floats)])
 
     def write(self, at: int, x: np.ndarray) -> None:
-        self.ops.append(["write", int(at), np.array(x, np.float32, copy=True).ravel()])  # as it is now
+        self.ops.append(["write", int(at), np.ascontiguousarray(x, np.float32).ravel()])  # sent (copied) by Job, at once
 
     def read(self, at: int, out: np.ndarray) -> None:
         self.ops.append(["read", int(at), out.size])
@@ -136,7 +136,7 @@ def _typed(kind, x: np.ndarray):
 def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int) -> Job | None:
     """train.evaluate(p, cfg, data, tokens) as a helper's job, or None (no helper, or weights
     the kernel does not take: evaluate here)."""
-    if _client is None or p["wte"].dtype != np.float32:
+    if _client is None or not gpt._kernel_takes(p["wte"]):
         return None
     recorder = Recorder()
     parts = gpt.loss_parts(sgemm.Kernel(recorder), p, cfg, *train.windows(cfg, data, tokens))

@@ -20,8 +20,7 @@
 
 const PAGE = 65536; // bytes in a WebAssembly memory page
 let port = null;
-let kernel = null; // the instance's exports, once the module is in
-let failure = null; // why the kernel could not be instantiated
+let kernel = null; // the instance's exports, once the module is in (jobs come only after {ready: true})
 const queue = []; // jobs not started yet, in order
 
 function replay(ops) {
@@ -51,7 +50,6 @@ turns.port1.onmessage = () => {
   const job = queue.shift();
   if (!job) return;
   try {
-    if (failure) throw failure;
     const reads = replay(job.ops);
     port.postMessage({ id: job.id, reads }, reads.map((r) => r.buffer));
   } catch (error) {
@@ -66,7 +64,6 @@ function receive({ data }) {
       kernel = new WebAssembly.Instance(data.module || new WebAssembly.Module(data.wasm)).exports;
       port.postMessage({ ready: true });
     } catch (error) {
-      failure = error; // every job answers with this error: Python computes it itself
       port.postMessage({ ready: false, error: String(error) });
     }
   } else if (data.cancel) {
