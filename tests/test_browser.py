@@ -372,24 +372,39 @@ def test_a_training_belongs_to_the_page_that_started_it(watched, server):
 
 
 def test_a_slow_widget_keeps_the_others_answering(watched, server):
-    """The clock at 15 repeats times for seconds, in stages; between them other widgets run:
-    the roofline answers while the clock is still busy, and the clock says what it is doing
-    (issue 15 §5)."""
+    """The clock at 15 repeats times in stages; between them other widgets run: the roofline
+    answers while the clock is still busy, and the clock shows its progress meanwhile (issue 15
+    §5). Both changes are made, and what follows recorded, inside the page: the whole clock run
+    lasts 0.1-0.3 s here, less than a few Playwright round trips."""
     page = watched.page
     page.goto(server + PAGE)
     page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
                            timeout=BOOT_MS)
     clock, roofline = '.tw-widget[data-widget="clock"]', '.tw-widget[data-widget="roofline"]'
     wait_idle(page, clock)
-    page.eval_on_selector(f"{clock} [name=repeats]", "el => { el.value = el.max; el.dispatchEvent(new Event('input', {bubbles: true})); }")
-    page.wait_for_function("s => document.querySelector(s + ' .tw-status').textContent.startsWith('Calculant')",
-                           arg=clock, timeout=20_000)
-    assert page.locator(f"{clock} .tw-progress").is_visible()
-    tpot = page.text_content(f'{roofline} [data-value="tpot_ms"] dd')
-    page.select_option(f"{roofline} select[name=model]", "mixtral-8x7b")
-    page.wait_for_function("([s, t]) => document.querySelector(s + ' [data-value=\"tpot_ms\"] dd').textContent !== t",
-                           arg=[roofline, tpot], timeout=20_000)
-    assert page.get_attribute(clock, "data-busy") == "true", "the roofline waited for the whole clock run"
+    wait_idle(page, roofline)
+    seen = page.evaluate("""([c, r]) => new Promise((resolve) => {
+      const clock = document.querySelector(c), roofline = document.querySelector(r);
+      const tpot = () => roofline.querySelector('[data-value="tpot_ms"] dd').textContent;
+      const before = tpot(), seen = {progress: false, answered: null};
+      new MutationObserver(() => {  // the clock's stages: its status and progress bar
+        if (clock.dataset.busy && !clock.querySelector('.tw-progress').hidden) seen.progress = true;
+      }).observe(clock, {subtree: true, attributes: true, childList: true, characterData: true});
+      new MutationObserver((_, obs) => {  // the roofline's new answer: was the clock still busy?
+        if (tpot() !== before) { seen.answered = clock.dataset.busy === 'true'; obs.disconnect(); }
+      }).observe(roofline, {subtree: true, childList: true, characterData: true});
+      new MutationObserver((_, obs) => {
+        if (!clock.dataset.busy) { obs.disconnect(); resolve(seen); }
+      }).observe(clock, {attributes: true, attributeFilter: ['data-busy']});
+      const repeats = clock.querySelector('[name=repeats]');
+      repeats.value = repeats.max;
+      repeats.dispatchEvent(new Event('input', {bubbles: true}));
+      const model = roofline.querySelector('select[name=model]');
+      model.value = 'mixtral-8x7b';
+      model.dispatchEvent(new Event('input', {bubbles: true}));
+    })""", [clock, roofline])
+    assert seen["answered"] is True, f"the roofline waited for the whole clock run: {seen}"
+    assert seen["progress"], "the clock showed no progress while it timed"
     wait_idle(page, roofline)
     assert_matches_cpython(page, roofline)
     page.wait_for_function("s => !document.querySelector(s).dataset.busy", arg=clock, timeout=120_000)

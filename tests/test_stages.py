@@ -72,6 +72,28 @@ def test_a_long_timing_series_is_cut_into_short_stages(monkeypatch):
     assert len(partials) == len(clock.LENGTHS) * (1 + 2 * 2)  # per length: its note, then 2 prefills, 2 decodes
 
 
+def test_a_call_shorter_than_the_clocks_step_is_timed_in_batches(monkeypatch):
+    """A browser's clock steps 0.1 ms (Pyodide's perf_counter with it); a 10 µs decode step
+    timed one call at a time reads 0 (and the figure's log axis then fails). In batches it
+    reads its own duration."""
+    now = [0.0]
+
+    class Coarse:  # time as a browser tells it
+        @staticmethod
+        def perf_counter():
+            return now[0] // 1e-4 * 1e-4
+
+    def call():
+        now[0] += 1e-5
+
+    monkeypatch.setattr(clock, "time", Coarse)
+    series = clock.best_of(call, 3, None)
+    with pytest.raises(StopIteration) as done:
+        while True:
+            next(series)
+    assert done.value.value == pytest.approx(1e-5, rel=0.06)
+
+
 def test_a_compute_that_yields_something_else_is_refused():
     def bad(**params):
         yield {"not": "a Partial"}

@@ -52,18 +52,28 @@ def one_thread():
 
 
 STAGE_S = 0.05  # a stage of the timing runs lasts about this long at most
+# A timing lasts at least this long: browsers coarsen performance.now() (Pyodide's clock) to
+# 0.1 ms, and the kernel's decode step can take less, which one call at a time would read as 0
+MIN_SAMPLE_S = 0.002
 
 
 def best_of(fn, repeats: int, note: Partial):
-    """Fastest of `repeats` timings, in seconds (returned): the least disturbed by the machine.
-    A generator: it yields `note` again whenever STAGE_S has passed, cutting a long series
-    into stages so that other widgets' runs get in between (engine.widget.Partial)."""
-    times, since = [], time.perf_counter()
+    """Fastest of `repeats` timings, in seconds per call (returned): the least disturbed by the
+    machine. A call too short for the clock is timed n at a time, n doubling until a timing
+    lasts MIN_SAMPLE_S, as timeit's autorange does. A generator: it yields `note` again
+    whenever STAGE_S has passed, cutting a long series into stages so that other widgets'
+    runs get in between (engine.widget.Partial)."""
+    times, since, n = [], time.perf_counter(), 1
     with one_thread():
-        for _ in range(repeats):
+        while len(times) < repeats:
             t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
+            for _ in range(n):
+                fn()
+            elapsed = time.perf_counter() - t
+            if elapsed < MIN_SAMPLE_S:
+                n *= 2  # too short to read: not kept
+                continue
+            times.append(elapsed / n)
             if time.perf_counter() - since > STAGE_S:
                 yield note
                 since = time.perf_counter()
