@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from widgets_py import run
 from widgets_py.cap15.batching import LONG_PROMPT, costs, workload
-from widgets_py.models.batching_sim import Request, percentile, simulate, weighted_percentile
+from widgets_py.models.batching_sim import Request, simulate
 
 
 def test_default_run_is_in_the_seed_regime():
@@ -78,20 +78,6 @@ def test_static_admits_only_into_an_empty_batch():
     out = simulate(reqs, 2, False, 1.0, 0.0)
     starts = sorted(r.start_iter for r in out.requests)
     assert starts == [0, 0, 50, 50, 55]  # the second batch waits for the 50-token request
-
-
-def test_weighted_percentile():
-    values, counts = np.array([1.0, 10.0]), np.array([99, 1])
-    assert weighted_percentile(values, counts, 99) == 1.0
-    assert weighted_percentile(values, counts, 100) == 10.0
-
-
-@given(st.lists(st.floats(0, 1e6) | st.sampled_from([0.0, 1.0, 2.5]), min_size=1, max_size=60), st.floats(0, 100))
-def test_percentile_is_numpys_to_the_bit(values, q):
-    """The metrics' percentile is np.percentile's default (linear) method, ties and ends included."""
-    x = np.array(values)
-    for p in (q, 50, 95, 99, 0, 100):
-        assert percentile(x, p) == float(np.percentile(x, p))
 
 
 def test_seeded_and_deterministic():

@@ -20,6 +20,7 @@ from ..models import pretrained
 from ..models.batching_sim import Request, Run, simulate
 from ..models.hardware import MODELS
 from ..models.lengths import long_tail
+from ..models.quantiles import median
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
 from ..models.serving import Setup, decode_step, ttft
@@ -70,7 +71,7 @@ def sustained(queue: list[Request], slots: int, chunk: int | None) -> Run:
 def long_ttft_s(run: Run) -> float:
     """Median time to first token of the long-prompt requests (0 when there are none)."""
     ttfts = [r.first_token_ms - r.arrival_ms for r in run.requests if r.prompt == LONG_PROMPT]
-    return float(np.median(ttfts)) / 1e3 if ttfts else 0.0
+    return float(median(np.array(ttfts))) / 1e3 if ttfts else 0.0
 
 
 @dataclass(frozen=True)

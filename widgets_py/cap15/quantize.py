@@ -20,6 +20,7 @@ import numpy as np
 
 from ..engine import fmt
 from ..models import corpus, gpt, offload, pretrained
+from ..models.quantiles import median
 from ..models.numformats import decode, encode_many, quantize
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
@@ -65,7 +66,7 @@ def input_major(name: str, w: np.ndarray) -> np.ndarray:
 def outlier_rows(w: np.ndarray) -> np.ndarray:
     """[in, out] -> [in] bool: input channels whose row absmax is INT8_THRESHOLD× the median row's."""
     row = np.abs(w).max(1)  # [in]
-    return row > INT8_THRESHOLD * np.median(row)
+    return row > INT8_THRESHOLD * median(row)
 
 
 def activation_maxima(p: dict, cfg: gpt.GPTConfig) -> dict[str, np.ndarray]:

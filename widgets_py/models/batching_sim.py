@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .quantiles import percentile, weighted_percentile
+
 
 @dataclass
 class Request:
@@ -70,24 +72,6 @@ class Run:
             "gap_p50_ms": weighted_percentile(gap_values, gap_counts, 50),
             "gap_p99_ms": weighted_percentile(gap_values, gap_counts, 99),
         }
-
-
-def percentile(values: np.ndarray, q: float) -> float:
-    """np.percentile(values, q), its default linear method, to the bit: the same virtual index
-    and the same two-sided interpolation (numpy's _lerp), without its Python-level machinery,
-    which costs more than the sort in Pyodide (eight times a change of the batching widget)."""
-    s = np.sort(values)  # [n]
-    at = (len(s) - 1) * (q / 100)
-    i = math.floor(at)
-    a, b, t = float(s[i]), float(s[min(i + 1, len(s) - 1)]), at - i
-    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
-
-
-def weighted_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> float:
-    """Percentile of a sample given as distinct values with repetition counts."""
-    order = np.argsort(values)
-    cum = np.cumsum(counts[order])  # [k]
-    return float(values[order][np.searchsorted(cum, q / 100 * cum[-1])])
 
 
 def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: float,
