@@ -16,7 +16,7 @@ import pytest
 from widgets_py import run
 
 from widgets_py.models import gpt, pretrained
-from widgets_py.models.numformats import BITS, NF4, bf16, decode, e4m3, encode, encode_many, quantize
+from widgets_py.models.numformats import BITS, NF4, bf16, decode, e4m3, encode, encode_many, nearest, quantize
 from widgets_py.cap15 import quantize as widget
 
 # bitsandbytes functional.get_4bit_type("nf4"), hard-coded there from create_normal_map;
@@ -53,6 +53,17 @@ def same_bits(ours: np.ndarray, ref: np.ndarray) -> np.ndarray:
 def test_nf4_is_create_normal_map_and_matches_the_published_table():
     assert NF4.shape == (16,) and NF4[7] == 0 and NF4[0] == -1 and NF4[-1] == 1 and np.all(np.diff(NF4) > 0)
     np.testing.assert_allclose(NF4, NF4_BITSANDBYTES, rtol=0, atol=2e-7)  # float32 table vs our float64
+
+
+def test_nearest_level_is_argmin_of_the_distances_ties_to_the_lower():
+    """The quantizer's NF4 rounding: what the argmin over all sixteen distances gives, on
+    random values, the levels themselves, their exact midpoints (ties) and beyond ±1."""
+    mids = (NF4[1:] + NF4[:-1]) / 2
+    x = np.concatenate([np.random.default_rng(3).uniform(-1.2, 1.2, 5000), NF4, mids,
+                        np.nextafter(mids, 2), np.nextafter(mids, -2), [-1.5, 1.5, -1, 1, 0, -0.0]])
+    want = np.abs(x[:, None] - NF4).argmin(-1)
+    assert np.array_equal(nearest(x, NF4), want)
+    assert np.array_equal(nearest(x[:5000].reshape(-1, 8), NF4), want[:5000].reshape(-1, 8))  # any shape
 
 
 def test_bf16_is_ml_dtypes_cast_bit_for_bit():
