@@ -82,6 +82,9 @@ def measure_page(page, args) -> list[tuple]:
                 last = pick
             py_values = values if options else [positions[int(v)] for v in values]
             timed = page.evaluate(MEASURE, [sel, key, values * args.repeat])
+            if args.each:
+                for v, (f, b) in zip(values * args.repeat, timed):
+                    print(f"  {name:<12} {key}={v:<14} first {f:7.1f}  done {b:7.1f} ms")
             first_ms += [f for f, _ in timed]
             browser_ms += [b for _, b in timed]
             for v in py_values * args.repeat:
@@ -99,6 +102,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--controls", type=int, default=3)
+    ap.add_argument("--each", action="store_true", help="also print every change's times, as they are measured")
     ap.add_argument("--page", help="one chapter page, e.g. cap15/index.html (default: every page with widgets)")
     args = ap.parse_args()
     import functools
