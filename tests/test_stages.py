@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
 
 import pytest
 
-from widgets_py.cap15 import clock
-from widgets_py.engine import registry
+from widgets_py.cap15 import clock, quantize
+from widgets_py.engine import browser, registry
 from widgets_py.engine.registry import is_measured, names, replies, reply
 from widgets_py.engine.widget import Partial
 from widgets_py.models import pretrained
@@ -48,6 +49,22 @@ def test_quantize_shows_its_figure_first_then_each_format_int4_first():
         assert all(last["values"][k] == v for k, v in p["values"].items())
         assert all(last["text"][k] == t for k, t in p["text"].items())
         assert p["message"]
+
+
+def test_the_worker_warms_the_staged_widgets_at_their_defaults():
+    """browser.warm_runs: every staged compute but the clock, whose timings are the reader's
+    to ask for. Once they ran at their defaults, a quantize group change scores only the four
+    formats with a scale (the original model and BF16 are kept), and the defaults come back
+    in one stage."""
+    warmed = json.loads(browser.warm_runs())
+    assert warmed == [n for n in names() if registry.is_staged(n) and n != "clock"]
+    assert {"quantize", "sampling", "speculative", "batching"} <= set(warmed)
+    pretrained.forget()
+    for name in warmed:
+        final(name)
+    partials, _ = final("quantize", {"group": 32})
+    assert [p["message"] for p in partials] == [quantize.MESSAGES[n] for n in ("int4", "int8", "nf4", "fp8")]
+    assert final("quantize")[0] == []
 
 
 def test_quantize_reports_only_the_stages_a_change_needs():

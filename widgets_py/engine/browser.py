@@ -41,6 +41,18 @@ def warm_step(i: int) -> None:
     pretrained.preparations()[i]()
 
 
+def warm_runs() -> str:
+    """JSON list of the widgets the worker runs at their defaults, a stage per turn, once the
+    preparations are in: the staged computes, whose stages keep what they compute
+    (pretrained.derived: quantize's held-out losses, the batching sweep, sampling's prefill,
+    speculative's target run). The page shows those defaults prerendered, so a reader's first
+    change computes only what it alters (a new quantize group: four formats, not the original
+    model and BF16 as well), and a return to the defaults answers at once. Not a widget that
+    times the machine (`measured`): its timings are taken when the reader asks."""
+    return json.dumps([name for name in registry.names()
+                       if registry.is_staged(name) and not registry.get(name).measured])
+
+
 def render(name: str, params_json: str) -> str:
     """Run widget `name` with JSON params; return values, their Catalan text and the figure."""
     return json.dumps(registry.reply(name, json.loads(params_json)), ensure_ascii=False)

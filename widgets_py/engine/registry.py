@@ -83,6 +83,11 @@ def names() -> list[str]:
     return sorted(_all())
 
 
+def is_staged(name: str) -> bool:
+    """Whether the widget's compute runs in stages (a generator of Partials)."""
+    return inspect.isgeneratorfunction(get(name).compute)
+
+
 def _stages(widget: Widget, params: dict):
     """compute() at `params` (without the parameters of a training run), as a generator:
     the Partials of a long compute, then its final state (returned, as StopIteration.value)."""
