@@ -11,6 +11,7 @@ and bundles the edited package.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.quiz", "build_hooks.widget_pages", "build_hooks.codepanel",
@@ -18,6 +19,11 @@ CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.quiz", "build_hooks.widge
             "build_hooks.mathml", "build_hooks.csp", "build_hooks.downloads", "build_hooks.headers", "build_hooks.offline")
 # quiz before widget_pages (it expands its own md: directives), codepanel after it (it adds tw-config); csp after every <script> is in;
 # downloads reads the written pages; headers reads every page's CSP, the downloads' too; offline last
+
+
+def _within(package, root: str) -> bool:
+    """Whether a package module was imported from under `root`."""
+    return all(os.path.abspath(p).startswith(root + os.sep) for p in getattr(package, "__path__", []))
 
 
 class Textbook:
@@ -32,8 +38,15 @@ class Textbook:
         self.is_serve = command == "serve"
 
     def on_config(self, config):
+        # this project's widgets_py and build_hooks, before any other on the path: an editable
+        # install of another checkout (a virtual environment shared between copies) would
+        # otherwise be the one imported, prerendered and bundled, without a word
+        root = os.path.dirname(os.path.abspath(config.config_file_path))
+        if root in sys.path:
+            sys.path.remove(root)
+        sys.path.insert(0, root)
         for name in list(sys.modules):
-            if name.split(".")[0] in ("widgets_py", "build_hooks") and name != "build_hooks":
+            if name.split(".")[0] in ("widgets_py", "build_hooks") and (name != "build_hooks" or not _within(sys.modules[name], root)):
                 del sys.modules[name]
         importlib.invalidate_caches()
         self.concerns = [importlib.import_module(name) for name in CONCERNS]

@@ -74,7 +74,7 @@ def site(tmp_path_factory, port) -> Path:
     """The book and the fixture chapter, built strictly once per session."""
     dest = tmp_path_factory.mktemp("site")
     project = book_with_fixture(tmp_path_factory.mktemp("project"))
-    done = build_site(dest, project, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/", "PYTHONPATH": str(project)})
+    done = build_site(dest, project, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
     assert done.returncode == 0, done.stderr[-3000:]
     return dest
 

@@ -59,7 +59,7 @@ def _project(tmp_path, body: str):
     config = (ROOT / "mkdocs.yml").read_text()
     (project / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\n")
     (project / "docs" / "index.md").write_text(body)
-    env = {**os.environ, "PYTHONPATH": str(project), "NO_MKDOCS_2_WARNING": "1"}
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                           cwd=project, env=env, capture_output=True, text=True, timeout=300)
     return done, tmp_path / "site" / "index.html"

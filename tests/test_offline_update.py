@@ -48,7 +48,7 @@ def test_two_builds_of_the_same_source_are_identical(site, port, tmp_path):
     the fixture chapter, as the `site` fixture builds them)."""
     again = tmp_path / "again"
     project = book_with_fixture(tmp_path / "project")
-    done = build_site(again, project, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/", "PYTHONPATH": str(project)})
+    done = build_site(again, project, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert differing(site, again) == []
 
