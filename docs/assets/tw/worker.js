@@ -63,9 +63,16 @@ async function warmUp() {
   }
   // then each staged widget at its defaults, a stage per turn: what they keep makes a
   // reader's first change cheaper (entry.warm_runs says which, and why)
-  for (const widget of JSON.parse(entry.warm_runs())) {
-    const run = entry.Run(widget, "{}");
+  let staged = [];
+  try {
+    staged = JSON.parse(entry.warm_runs());
+  } catch (error) {
+    failed.push(`warm_runs: ${lastLine(error)}`); // a widget module that failed to import, above
+  }
+  for (const widget of staged) {
+    let run = null;
     try {
+      run = entry.Run(widget, "{}");
       for (;;) {
         await turn();
         if (!JSON.parse(run.advance()).partial) break;
@@ -75,7 +82,7 @@ async function warmUp() {
     } catch (error) {
       failed.push(`${widget}: ${lastLine(error)}`);
     } finally {
-      run.destroy();
+      if (run) run.destroy();
     }
   }
   post(P.WARM, { failed, helped: Boolean(helper && helper.ready) });
