@@ -117,16 +117,23 @@ def test_maths_is_mathml_without_a_renderer(site):
     assert html.count("<math") >= 2 and "katex" not in html.lower() and "mathjax" not in html.lower()
 
 
+def copy_project(dest: Path) -> Path:
+    """The files a build reads, copied to `dest` (no caches, no virtual environment)."""
+    for part in ("docs", "includes", "widgets_py", "build_hooks", "corpus", "overrides", "mkdocs.yml"):
+        src = ROOT / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, dest / part)
+    return dest
+
+
 def test_a_copy_builds_its_own_widgets_with_the_shared_mkdocs_command(tmp_path):
     """A copy of the project built by the virtual environment's `mkdocs` (what `./dev build`
     runs; a copied checkout keeps the .venv of the original): the copy's widgets are the ones
     prerendered and bundled, not those of the checkout the environment's editable install
     points at, which imports would otherwise find first."""
-    project = tmp_path / "project"
-    for part in ("docs", "includes", "widgets_py", "build_hooks", "corpus", "overrides", "mkdocs.yml"):
-        src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, project / part, **(
-            {"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
+    project = copy_project(tmp_path / "project")
     path = project / "widgets_py" / "cap15" / "roofline.py"
     path.write_text(path.read_text().replace('title="Prefill contra decode', 'title="COPIA Prefill contra decode'))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"NO_MKDOCS_2_WARNING": "1"}
@@ -142,10 +149,7 @@ def test_a_copy_builds_its_own_widgets_with_the_shared_mkdocs_command(tmp_path):
 
 def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
     """What `mkdocs serve` does on an edit: reload the config and build again in-process."""
-    project = tmp_path / "project"
-    for part in ("docs", "includes", "widgets_py", "build_hooks", "corpus", "overrides", "mkdocs.yml"):
-        src = ROOT / part
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, project / part)
+    project = copy_project(tmp_path / "project")
     script = textwrap.dedent(f"""
         import re, pathlib
         from mkdocs.config import load_config

@@ -12,7 +12,7 @@ import pytest
 from widgets_py.cap15 import clock, quantize
 from widgets_py.engine import browser, registry
 from widgets_py.engine.registry import is_measured, names, replies, reply
-from widgets_py.engine.widget import Partial
+from widgets_py.engine.widget import Partial, finish
 from widgets_py.models import pretrained
 
 
@@ -104,11 +104,7 @@ def test_a_call_shorter_than_the_clocks_step_is_timed_in_batches(monkeypatch):
         now[0] += 1e-5
 
     monkeypatch.setattr(clock, "time", Coarse)
-    series = clock.best_of(call, 3, None)
-    with pytest.raises(StopIteration) as done:
-        while True:
-            next(series)
-    assert done.value.value == pytest.approx(1e-5, rel=0.06)
+    assert finish(clock.best_of(call, 3, None)) == pytest.approx(1e-5, rel=0.06)
 
 
 def test_a_compute_that_yields_something_else_is_refused():

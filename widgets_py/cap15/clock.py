@@ -53,7 +53,8 @@ def one_thread():
 
 STAGE_S = 0.05  # a stage of the timing runs lasts about this long at most
 # A timing lasts at least this long: browsers coarsen performance.now() (Pyodide's clock) to
-# 0.1 ms, and the kernel's decode step can take less, which one call at a time would read as 0
+# steps of 0.1 ms (Chromium) or more, and the kernel's decode step can take less, which one call
+# at a time would read as 0
 MIN_SAMPLE_S = 0.002
 
 

@@ -73,12 +73,8 @@ async function warmUp() {
     let run = null;
     try {
       run = entry.Run(widget, "{}");
-      for (;;) {
-        await turn();
-        if (!JSON.parse(run.advance()).partial) break;
-        const job = run.waiting();
-        if (job != null) await helper.settled(job);
-      }
+      await turn();
+      while (JSON.parse(run.advance()).partial) await betweenStages(run);
     } catch (error) {
       failed.push(`${widget}: ${lastLine(error)}`);
     } finally {
@@ -161,6 +157,15 @@ const turn = () => new Promise((resolve) => {
   turns.port2.postMessage(null);
 });
 
+/** Between two stages of a staged run (entry.Run): other calls get a turn, then the job of the
+ *  kernel's helper that the next stage reads is waited for (failed or late: Python computes
+ *  it itself). */
+async function betweenStages(run) {
+  await turn();
+  const job = run.waiting();
+  if (job != null) await helper.settled(job);
+}
+
 const STEPS_PER_TURN = 5; // training steps between two turns
 const PARTIAL_MS = 80; // a staged run shows its first partial, then at most one per this many ms
 const SHOW_MS = 200; // at most one training update shown per this many ms
@@ -181,9 +186,7 @@ const CALLS = {
           post(P.STEP, { id, data });
           shown = performance.now();
         }
-        await turn();
-        const job = run.waiting(); // the next stage reads the reply to this job of the kernel's helper
-        if (job != null) await helper.settled(job); // failed or late: Python computes it itself
+        await betweenStages(run);
         if (cancelled.has(id)) return { cancelled: true };
       }
     } finally {
