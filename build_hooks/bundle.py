@@ -25,6 +25,8 @@ from pathlib import Path
 from pyodide_lock import PackageSpec, PyodideLockSpec
 from pyodide_lock.spec import InfoSpec
 
+from widgets_py.engine import markup
+
 from . import assets
 
 PACKAGE = Path(__file__).resolve().parent.parent / "widgets_py"
@@ -114,11 +116,16 @@ def lock(wheel: Wheel | None, numpy: Wheel | None = None) -> str:
     return json.dumps(spec.model_dump(), indent=1, sort_keys=True)
 
 
-def site_config(wheel: Wheel, core: dict[str, str]) -> dict:
+def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str]) -> dict:
     """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
 
     `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
     bytes, python_stdlib.zip with its bytecode), for whoever copies them (export.py).
+    `versions`: site path -> hash of the bytes (offline.digest) of each file that a script
+    loads by URL (the workers, what they import, the lock): the URL carries it (`?v=`), so
+    no HTTP cache and no service worker pairs this build's page with another build's file.
+    `markup`: what a widget's figure may contain (widgets_py/engine/markup.py), for the
+    page's sanitiser.
     """
     return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256,
-            "core": core}
+            "core": core, "versions": versions, "markup": markup.allow_list()}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from html import escape
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 from . import editor_assets
@@ -34,9 +35,29 @@ def on_files(files: Files, *, config, build) -> Files:
     return files
 
 
+def _line(path: str, key: str) -> int:
+    """The front matter line that sets `key` (1 if it cannot be found)."""
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError:
+        return 1
+    return next((i for i, line in enumerate(lines, 1) if line.split(":", 1)[0].strip() == key), 1)
+
+
+def panel_enabled(page) -> bool:
+    """The page's `codi:` choice: YAML's true or false, nothing else (`"false"`, `0`, `fals` or
+    an empty value would otherwise read as "on" without a word)."""
+    value = page.meta.get(OPTION, True)
+    if not isinstance(value, bool):
+        line = _line(page.file.abs_src_path, OPTION) if page.file.abs_src_path else 1
+        raise PluginError(f"{page.file.src_uri}:{line}: `{OPTION}: {value!r}` a la capçalera; "
+                          f"ha de ser `{OPTION}: true` o `{OPTION}: false` (sense cometes)")
+    return value
+
+
 def on_page_content(html: str, *, page, config, files, build) -> str:
+    enabled = panel_enabled(page)  # checked on every page, widgets or not
     if 'id="tw-config"' not in html:
         return html
-    enabled = page.meta.get(OPTION, True) is not False
     return html + (f'<div id="tw-code" hidden data-enabled="{str(enabled).lower()}" '
                    f'data-editor="{escape(build.editor or "", quote=True)}"></div>')

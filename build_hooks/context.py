@@ -26,6 +26,7 @@ class Build:
     glossary: Any = None  # glossary.Glossary, loaded in glossary.on_config
     quizzes: dict[str, str] = field(default_factory=dict)  # quiz key -> the page that has it (keys are unique)
     editor: str | None = None  # the code panel's editor bundle in the site (codepanel.on_files), if built
+    versions: dict[str, str] = field(default_factory=dict)  # site path -> hash, of files scripts load by URL (offline.on_files)
 
     runtime: Future | None = None  # (core files, numpy, wheel) being assembled (pyodide_bundle.on_config)
     editor_bundle: Future | None = None  # the editor bundle's path being made (codepanel.on_config)
@@ -49,4 +50,4 @@ class Build:
     def site_config(self) -> dict:
         """What the browser needs to boot (carried by every widget page)."""
         assert self.wheel is not None, "on_files (pyodide_bundle) makes the wheel before pages render"
-        return site_config(self.wheel, self.core)
+        return site_config(self.wheel, self.core, self.versions)

@@ -96,13 +96,13 @@ def fetch(specs) -> None:
             partial.replace(target)
 
 
-def tarball(spec: str) -> Path:
+def tarball(spec: str, pinned: dict[str, str] = PINNED) -> Path:
     """A verified local copy of the `npm pack` tarball of `spec`; downloads it on first use."""
     target = _tarball_path(spec)
     fetch([spec])
     got = sha256(target.read_bytes())
-    if got != PINNED[spec]:
-        raise AssetError(f"{spec}: sha256 {got} of {target}, pinned {PINNED[spec]} (delete it to download again)")
+    if got != pinned[spec]:
+        raise AssetError(f"{spec}: sha256 {got} of {target}, pinned {pinned[spec]} (delete it to download again)")
     return target
 
 

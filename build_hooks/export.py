@@ -201,7 +201,10 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
     if config:
         tw = site / "assets" / "tw"
         worker = (tw / "worker.js").read_text()
-        sources = {name: (tw / name).read_text() for name in re.findall(r'importScripts\("([\w.-]+)"\)', worker)}
+        imported = [f"{name}.js" for name in re.findall(r'importScripts\(script\("([\w-]+)"\)\)', worker)]
+        if not imported:
+            raise ExportError("worker.js imports no script by importScripts(script(NAME)): export.py no longer reads it")
+        sources = {name: (tw / name).read_text() for name in imported}
         sources.update({"worker.js": worker, "export_worker.js": (HERE / "export_worker.js").read_text(),
                         "helper.js": (tw / "helper.js").read_text()})
         boot = (HERE / "export_boot.js").read_text().replace("__EXPORT__", json.dumps({
@@ -221,7 +224,8 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
             payloads.append(f'<script type="{PAYLOAD_TYPE}" data-name="{escape(name)}" data-bytes="{len(data)}"{target}>{packed}</script>')
             parts.append(Part(name, len(data), len(packed) + 80))
             say(f"[{i}/{len(files)}] {name}: {len(data) / 1e6:.2f} MB -> {len(packed) / 1e6:.2f} MB (gzip + base64)")
-    html = html.replace("</body>", "\n".join(payloads) + "\n</body>", 1)
+    head, body_end, tail = html.rpartition("</body>")  # the page's own: a script may hold the text "</body>"
+    html = head + "\n".join(payloads) + "\n" + body_end + tail
     hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'" for s in INLINE.findall(html)})
     html = html.replace("<head>", f'<head><meta http-equiv="Content-Security-Policy" content="{POLICY.format(hashes=" ".join(hashes))}">', 1)
     leftover = re.findall(r'<(?:script|img|link|iframe|source)\b[^>]*\b(?:src|href)="(?!data:|#|https?:)([^"]*)"', html)

@@ -12,6 +12,7 @@
   const { sources, FILES } = self.twExport; // name -> text; the files message's type
   const files = new Map(); // name -> Uint8Array, once unpacked
   const scripts = new Map(); // name -> blob: URL, for importScripts
+  const send = self.postMessage.bind(self); // worker.js's lock-down takes self.postMessage away
   const nameOf = (url) => decodeURIComponent(String(url).split(/[?#]/)[0].split("/").pop());
 
   function bytesOf(name) {
@@ -50,13 +51,13 @@
   let queue = Promise.resolve();
   self.addEventListener("message", (event) => {
     if (event.data && event.data.type === FILES) {
-      self.postMessage({ type: P.PROGRESS, message: "Desempaquetant Python del fitxer…", fraction: 0.02 });
+      send({ type: P.PROGRESS, message: "Desempaquetant Python del fitxer…", fraction: 0.02 });
       arrived(Promise.all(event.data.files.map(unpack)));
       return;
     }
     queue = queue.then(() => unpacked).then(
       () => handler && void handler(event),
-      (error) => failed || ((failed = true), self.postMessage({ type: P.ERROR, message: `desempaquetant: ${error.message}` })),
+      (error) => failed || ((failed = true), send({ type: P.ERROR, message: `desempaquetant: ${error.message}` })),
     );
   });
 })();

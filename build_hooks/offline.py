@@ -16,7 +16,10 @@ that live reload is meant to show, so pages get no service worker there.
   change leaves sw.js byte-identical and costs readers nothing; after a change, a new cache
   copies the unchanged files from the old one and downloads only the changed ones.
 - Our own scripts and styles are linked as `NAME?v=HASH` of their bytes, so no HTTP cache
-  can pair a page with another build's scripts.
+  can pair a page with another build's scripts; so are the files that scripts load by URL
+  (the workers, what they import, the lock: `LOADED`), whose hashes the site config carries
+  (`build.versions`). The service worker answers `NAME?v=HASH` from its cache only when HASH
+  is its own build's: a page of another build gets the network's copy, never a mix.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from mkdocs.exceptions import PluginError
+
+from . import bundle
+
 TEMPLATE = Path(__file__).with_name("sw.js")
 SCRIPT = "assets/tw/offline.js"
 NOT_FOUND = "404.html"
@@ -34,6 +41,8 @@ OWN_ASSET = re.compile(r'((?:src|href)="[^"?#]*?assets/tw/([\w.-]+\.(?:js|css)))
 NEVER_REQUESTED = re.compile(r".*\.map$|sitemap\.xml\.gz$|_headers$|nginx-headers\.conf$"  # for hosts and tools: no page asks
                              r"|.*\.descarrega\.html$")  # a chapter as one file (export.py): downloaded, not read here
 LUNR = "assets/javascripts/lunr/"
+LOADED = ("assets/tw/worker.js", "assets/tw/helper.js", "assets/tw/protocol.js", "assets/tw/lockdown.js",
+          bundle.RUNTIME_DIR + bundle.LOCK)  # loaded by scripts (kernel.js, worker.js), by URL with ?v=
 
 
 def _serving(build) -> bool:
@@ -50,6 +59,15 @@ def versioned(output: str, docs_dir: Path) -> str:
         source = docs_dir / "assets" / "tw" / m.group(2)
         return f'{m.group(1)}?v={digest(source.read_bytes())}"' if source.is_file() else m.group(0)
     return OWN_ASSET.sub(stamp, output)
+
+
+def on_files(files, *, config, build) -> None:
+    """The hash of each file in LOADED, as the site serves it, for the site config."""
+    for path in LOADED:
+        file = files.get_file_from_path(path)
+        if file is None:
+            raise PluginError(f"{path}: the site has no such file, and a script loads it by URL (offline.LOADED)")
+        build.versions[path] = digest(file.content_bytes)
 
 
 def _with_script(output: str, root: str, docs_dir: Path) -> str:

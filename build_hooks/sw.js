@@ -15,6 +15,11 @@
 //   ones) and waits: open pages keep their build until the reader accepts the reload the
 //   page offers ("skip-waiting" message). Then the old cache is deleted.
 // - A path that is not in the site gets the site's 404 page when the network is cut.
+// - Only this build's bytes are ever served: a cache hit is hashed and checked against FILES
+//   each time (an entry that something else wrote, or an older build's, is dropped and the
+//   file fetched again), and a versioned URL (`host.js?v=HASH`, `worker.js?v=HASH`) whose HASH
+//   is not this build's is not answered from the cache at all: it is another build's page
+//   asking, and gets the network's answer, never this build's file under its name.
 "use strict";
 const VERSION = "__VERSION__";
 const FILES = __FILES__;
@@ -135,9 +140,19 @@ self.addEventListener("message", (event) => {
   }
 });
 
+/** The cached copy of `path` if its bytes are this build's; any other entry is dropped. */
+async function verified(cache, path) {
+  const hit = await cache.match(keyOf(path));
+  if (!hit) return null;
+  const body = await hit.arrayBuffer();
+  if ((await digest(body)) === FILES[path]) return new Response(body, { status: 200, headers: hit.headers });
+  await cache.delete(keyOf(path));
+  return null;
+}
+
 async function fromCache(event, path) {
   const cache = await caches.open(CACHE);
-  const hit = await cache.match(keyOf(path));
+  const hit = await verified(cache, path);
   if (hit) return hit;
   const response = await fetch(event.request);
   if (response.ok && response.type === "basic" && !event.request.headers.has("range") && !storing.has(path)) {
@@ -158,7 +173,7 @@ async function notFound(request) {
   try {
     return await fetch(request);
   } catch (error) {
-    const page = await caches.match(keyOf(NOT_FOUND));
+    const page = await verified(await caches.open(CACHE), NOT_FOUND);
     if (!page) throw error;
     return new Response(page.body, { status: 404, statusText: "Not Found", headers: page.headers });
   }
@@ -169,6 +184,8 @@ self.addEventListener("fetch", (event) => {
   if (request.method !== "GET") return;
   const path = pathOf(request.url);
   if (path === null) return;
+  const version = new URL(request.url).searchParams.get("v");
+  if (path in FILES && version !== null && version !== FILES[path]) return; // another build's page: the network answers
   if (path in FILES) event.respondWith(fromCache(event, path));
   else if (request.mode === "navigate") event.respondWith(notFound(request));
 });

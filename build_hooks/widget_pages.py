@@ -18,7 +18,7 @@ from html import escape
 
 from mkdocs.exceptions import PluginError
 
-from widgets_py.engine import registry
+from widgets_py.engine import markup, registry
 from widgets_py.engine.params import ParamError
 
 from . import directives, reference
@@ -55,6 +55,10 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
         params = registry.validate_params(name, pairs)
         check_grid(registry.get(name).params, pairs, params, shown)
         result = reference.run(name, params)  # measured values pinned: reproducible builds
+        drawn = markup.problems(result.figure + result.tables)
+        if drawn:  # the page's sanitiser would drop it: the build says so first
+            raise ParamError(f"el widget '{name}' dibuixa {', '.join(drawn)}, fora de la llista de "
+                             "widgets_py/engine/markup.py (formes i text SVG, taules, classes CSS; cap enllaç ni script)")
         instances[instance] = (name, params, registry.formatted(name, result.values))
         slots.append((widget(name, instance, params, result, shown), d.line))
         return f"\n{d.indent}{SLOT.format(len(slots) - 1)}\n"  # indented as written: lists, admonitions

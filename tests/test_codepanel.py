@@ -134,21 +134,26 @@ def test_edit_run_break_reload_and_restore(watched, server, site):
     run_edit(page)
     assert page.get_attribute(SEL, "data-state") == "ready" and values(page) == edited_values
 
-    # a reload keeps the edit, and runs it
+    # a reload keeps the edit as a draft: shown and marked, run only when the reader asks
     page.reload()
     ready(page)
-    assert page.get_attribute(SEL, "data-edited") == "true" and page.is_visible(f"{SEL} .tw-code-mark")
-    assert values(page) == edited_values
-    assert "tw-edited" in page.get_attribute('.tw-live[data-live="roofline.kv_prompt_gb"]', "class")
-
-    # restore: the shipped code, exactly the original numbers and figure
+    assert page.get_attribute(SEL, "data-edited") is None and page.get_attribute(SEL, "data-draft") == "true"
+    assert page.text_content(f"{SEL} .tw-code-mark") == "edició desada (no aplicada)" and page.is_visible(f"{SEL} .tw-code-mark")
+    assert page.get_attribute(SEL, "data-values") is None  # the prerendered figure: nothing ran
     open_panel(page)
-    assert editor_text(page) == code
+    assert editor_text(page) == code and "No s'ha executat" in page.text_content(f"{SEL} .tw-code-status")
+    run_edit(page)
+    assert page.get_attribute(SEL, "data-edited") == "true" and values(page) == edited_values
+    assert "tw-edited" in page.get_attribute('.tw-live[data-live="roofline.kv_prompt_gb"]', "class")
+    assert page.is_visible(f"{OTHER} .tw-code-page-mark")  # every widget says the page runs edited code
+
+    # restore: the shipped code in a fresh worker, exactly the original numbers and figure
     page.click(f"{SEL} .tw-code-restore")
     ready(page)
     page.wait_for_function("s => !document.querySelector(s).dataset.edited", arg=SEL)
     assert values(page) == original and page.inner_html(f"{SEL} .tw-figure") == figure
     assert editor_text(page) == shipped and not page.is_visible(f"{SEL} .tw-code-mark")
+    assert not page.is_visible(f"{OTHER} .tw-code-page-mark")
     assert "tw-edited" not in (page.get_attribute('.tw-live[data-live="roofline.kv_prompt_gb"]', "class") or "")
     page.reload()
     ready(page)

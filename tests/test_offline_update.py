@@ -132,7 +132,37 @@ def project_copy(dest: Path, marker: str) -> Path:
     (dest / "mkdocs.yml").write_text(config.replace("site_name: ", f"site_name: {marker} ", 1))
     host = dest / "docs" / "assets" / "tw" / "host.js"
     host.write_text(host.read_text() + f'\nwindow.twBuildMarker = "{marker}";\n')
+    worker = dest / "docs" / "assets" / "tw" / "worker.js"
+    worker.write_text(worker.read_text() + f"\n// {marker}\n")  # each build's worker is its own
     return dest
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory) -> tuple[int, dict[str, Path]]:
+    """(port, {marker: site}): two deployments of the same book, told apart by a marker in the
+    title, host.js and worker.js; built for the port they are served on (instant navigation)."""
+    tmp = tmp_path_factory.mktemp("deploys")
+    port = free_port()
+    sites = {}
+    for marker in ("build-1", "build-2"):
+        sites[marker] = tmp / marker / "site"
+        done = build_site(sites[marker], project=project_copy(tmp / marker / "src", marker),
+                          env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
+        assert done.returncode == 0, done.stderr[-3000:]
+    return port, sites
+
+
+def one_build(page) -> str:
+    title, script = page.title(), page.evaluate("window.twBuildMarker")
+    assert script in title, f"HTML of one build ({title!r}) with host.js of {script!r}"
+    return script
+
+
+WAITING = """async (old) => {
+    const reg = await navigator.serviceWorker.getRegistration();
+    const keys = await caches.keys();
+    return reg && !reg.installing && (reg.waiting || !old.every(k => keys.includes(k)));
+}"""
 
 
 def instant_navigation(page) -> None:
@@ -144,20 +174,9 @@ def instant_navigation(page) -> None:
     page.wait_for_timeout(500)  # the swap's scripts run
 
 
-def test_an_update_never_mixes_two_builds(browser, tmp_path, serve):
-    port = free_port()
-    sites = {}
-    for marker in ("build-1", "build-2"):
-        sites[marker] = tmp_path / marker / "site"
-        done = build_site(sites[marker], project=project_copy(tmp_path / marker / "src", marker),
-                          env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
-        assert done.returncode == 0, done.stderr[-3000:]
+def test_an_update_never_mixes_two_builds(browser, two_builds, serve):
+    port, sites = two_builds
     base, counter = serve(sites["build-1"], port)
-
-    def one_build(page) -> str:
-        title, script = page.title(), page.evaluate("window.twBuildMarker")
-        assert script in title, f"HTML of one build ({title!r}) with host.js of {script!r}"
-        return script
 
     context = browser.new_context()
     page = context.new_page()
@@ -167,11 +186,7 @@ def test_an_update_never_mixes_two_builds(browser, tmp_path, serve):
     counter.root[0] = sites["build-2"]  # the new deployment
     page.goto(base + "index.html")
     assert one_build(page) == "build-1"  # the stored build, whole
-    page.wait_for_function("""async (old) => {
-        const reg = await navigator.serviceWorker.getRegistration();
-        const keys = await caches.keys();
-        return reg && !reg.installing && (reg.waiting || !old.every(k => keys.includes(k)));
-    }""", arg=first_cache, timeout=120_000)
+    page.wait_for_function(WAITING, arg=first_cache, timeout=120_000)
     instant_navigation(page)  # Material swaps the page in, scripts stay
     one_build(page)
     page.click(".tw-update button")  # the page offers the new build
@@ -180,3 +195,87 @@ def test_an_update_never_mixes_two_builds(browser, tmp_path, serve):
     instant_navigation(page)
     assert one_build(page) == "build-2"
     context.close()
+
+
+def test_a_stale_tab_reloads_instead_of_restarting_into_the_new_build(browser, two_builds, serve):
+    """Issue 34 §6 and §8: a tab opened while an update waits offers it too (its banner runs
+    before <body> exists); once another tab lets the new build in, a fresh Python worker
+    («Atura») would be the new build's under the old page: the page reloads instead."""
+    port, sites = two_builds
+    base, counter = serve(sites["build-1"], port)
+    context = browser.new_context()
+    first = context.new_page()
+    first.goto(base + "cap15/index.html")
+    first.wait_for_function(STORED, timeout=120_000)
+    old = first.evaluate("caches.keys()")
+    counter.root[0] = sites["build-2"]
+    first.reload()
+    first.wait_for_function(WAITING, arg=old, timeout=120_000)
+    first.wait_for_selector(".tw-update button")
+    second = context.new_page()
+    errors = []
+    second.on("pageerror", lambda e: errors.append(str(e)))
+    second.goto(base + "cap15/index.html")
+    second.wait_for_selector(".tw-update button", timeout=30_000)  # the offer, in this tab too
+    second.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    assert errors == [] and one_build(second) == "build-1"
+    first.click(".tw-update button")
+    first.wait_for_function("() => window.twBuildMarker === 'build-2'", timeout=30_000)
+    second.wait_for_function("() => tw.offline.stale", timeout=30_000)
+    sel = '.tw-widget[data-widget="roofline"]'
+    second.click(f"{sel} .tw-code-toggle")
+    second.wait_for_selector(f"{sel} .tw-code[data-editor]", timeout=BOOT_MS)
+    second.click(f"{sel} .tw-code-edit")
+    second.click(f"{sel} .cm-content")
+    second.keyboard.press("Control+End")
+    second.keyboard.insert_text("while True:\n    pass\n")
+    second.click(f"{sel} .tw-code-run")
+    second.wait_for_selector(f"{sel} .tw-code-stop:not([hidden])", timeout=10_000)
+    second.click(f"{sel} .tw-code-stop")
+    second.wait_for_function("() => window.twBuildMarker === 'build-2'", timeout=60_000)  # reloaded, whole
+    assert one_build(second) == "build-2"
+    context.close()
+
+
+class CachedFor10Minutes(Counting):
+    """As GitHub Pages serves: every file may be reused from the HTTP cache for 600 s."""
+
+    paths: list[str] = []
+
+    def end_headers(self):
+        self.send_header("Cache-Control", "max-age=600")
+        super().end_headers()
+
+    def send_head(self):
+        self.paths.append(self.path)
+        return super().send_head()
+
+
+def test_without_a_service_worker_the_http_cache_cannot_mix_builds(browser, two_builds):
+    """Issue 34 §7: with no service worker (a private window, a failed registration) and
+    max-age=600, a deploy used to give build 2's page build 1's cached worker.js, whose URL
+    did not change. Every script a script loads now carries its build's version."""
+    port, sites = two_builds
+    handler = type("H", (CachedFor10Minutes,), {"root": [sites["build-1"]], "sent": [0], "slow": {}, "paths": []})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(handler, directory=str(sites["build-1"])))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{port}/"
+        context = browser.new_context(service_workers="block")
+        page = context.new_page()
+        page.goto(base + "cap15/index.html")
+        page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+        handler.root[0] = sites["build-2"]
+        handler.paths.clear()
+        page.reload()
+        page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+        assert one_build(page) == "build-2"
+        worker = offline.digest((sites["build-2"] / "assets/tw/worker.js").read_bytes())
+        assert f"/assets/tw/worker.js?v={worker}" in [p.split("&")[0] for p in handler.paths], handler.paths
+        for path in offline.LOADED:  # what scripts load by URL: each at build 2's version, or from the cache at it
+            expected = offline.digest((sites["build-2"] / path).read_bytes())
+            asked = [p for p in handler.paths if urlsplit(p).path == "/" + path]
+            assert all(f"v={expected}" in p for p in asked), (path, asked)
+        context.close()
+    finally:
+        httpd.shutdown()

@@ -6,13 +6,20 @@ by a path. "Executa" sends the edited text back with a key naming the widget on 
 `render(name, key, code, params_json)` compiles it as a fresh module of the same package
 (so its relative imports resolve to the shipped engine and models), takes its `WIDGET`
 and answers exactly like browser.render, with the edited widget standing in for the
-shipped one during that call only. Other widgets, and other instances of the same widget,
+shipped one during that call only; other widgets, and other instances of the same widget,
 keep the shipped module. What the edited code keeps for the weights (pretrained.derived:
 prefills, held-out losses, drawn figures) is its own, apart from the shipped code's: an
 edit that changes how one is computed is never answered with the shipped result.
 
-A failure (syntax error, exception, a module without a matching WIDGET) is an answer,
-not a crash: {"error": {"kind", "message", "line"}}, the line being in the edited text.
+What this cannot do is isolate the edit: it is Python in the same interpreter, and may
+change any module's state (patch `fmt.number`, replace a GPU's datasheet). So the page
+treats the whole worker as edited while an edit is applied (every widget says so), gives
+the page a fresh worker when the edit is restored, and never runs a stored edit by itself
+(assets/tw/codepanel.js, host.js). What the browser lets any Python in the worker reach is
+narrowed by assets/tw/lockdown.js; what its output may draw, by engine/markup.py.
+
+A failure (syntax error, exception, `SystemExit`, a module without a matching WIDGET) is an
+answer, not a crash: {"error": {"kind", "message", "line"}}, the line being in the edited text.
 """
 
 from __future__ import annotations
@@ -92,9 +99,9 @@ def render(name: str, key: str, code: str, params_json: str) -> str:
         digest = _loaded[key][0]  # results kept for the weights are this text's own (pretrained.scoped)
         with registry.substituted(name, widget), pretrained.scoped(("edit", digest)):
             return json.dumps(registry.reply(name, json.loads(params_json)), ensure_ascii=False)
-    except Exception as exc:  # the reader's code may raise anything: report it, keep the worker
+    except BaseException as exc:  # noqa: BLE001 - the reader's code may raise anything (SystemExit too): report it, keep the worker
         _loaded.pop(key, None)
-        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc) or repr(exc)
         return json.dumps({"error": {"kind": type(exc).__name__, "message": message,
                                      "line": _line(exc, filename)}}, ensure_ascii=False)
 

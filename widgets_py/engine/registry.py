@@ -114,7 +114,9 @@ def _values(widget: Widget, state: Any, partial: bool = False) -> dict:
     assert partial or not missing, f"{widget.name}: outputs not computed: {missing}"
     for key, value in values.items():
         if isinstance(value, float):
-            assert math.isfinite(value), f"{widget.name}: output '{key}' is not finite ({value})"
+            if not math.isfinite(value):
+                raise ValueError(f"{widget.name}: la sortida '{key}' no és un nombre finit ({value}); "
+                                 "cada sortida ha de ser un nombre real")
     return values
 
 

@@ -7,8 +7,13 @@
 // the worker. The editor is CodeMirror 6, bundled by the build (build_hooks/editor_assets.py)
 // and loaded when a panel first opens; without it, a plain textarea.
 //
-// An applied edit is kept in localStorage per page and widget instance until restored;
-// the widget's header says "codi editat", and its live numbers in the prose say so too.
+// An edit is kept in localStorage per page and widget instance until restored, as a draft:
+// on the next visit it is shown in its panel and marked on the widget ("edició desada"), and
+// it runs only when the reader presses «Executa» again (an edit that hangs, or that someone
+// else planted, never runs by itself). From disk (file://) nothing is kept: every local file
+// shares that storage. An applied edit runs in the page's one Python worker, where it can
+// change any module's state: while one is applied, every widget of the page says so, and
+// «Restaura» gives the page a fresh worker (host.js restarts one the edit has run in).
 (() => {
   "use strict";
   const tw = (window.tw = window.tw || {});
@@ -23,6 +28,11 @@
     stop: "Atura",
     restore: "Restaura",
     mark: "codi editat",
+    draftMark: "edició desada (no aplicada)",
+    pageMark: "hi ha codi editat en aquesta pàgina",
+    pageMarkTitle: "Un altre widget d'aquesta pàgina executa codi editat, que pot canviar el que calcula aquest",
+    draft: "Tens una edició desada d'una visita anterior. No s'ha executat: revisa-la i prem «Executa» per aplicar-la, o «Restaura».",
+    notKept: "Des del disc les edicions no es desen (qualsevol fitxer local podria llegir-les o plantar-ne): durarà mentre la pàgina estigui oberta.",
     loading: "Demanant el codi a Python…",
     shipped: (file) => `${file}: el mòdul tal com s'executa al teu navegador. Pots editar-lo i executar-lo aquí.`,
     editing: "Edita el codi i prem «Executa»: el widget es recalcularà amb la teva versió (només aquí). Per sortir de l'editor amb el teclat: Esc i després Tab.",
@@ -97,18 +107,23 @@
     };
   }
 
-  const storageKey = (w) => `tw-codi:${location.pathname}#${w.dataset.instance}`;
+  // one key per page, however its URL was spelt (/cap15/ and /cap15/index.html are one page)
+  const storageKey = (w) => `tw-codi:${location.pathname.replace(/\/index\.html$/, "/")}#${w.dataset.instance}`;
+  const keeps = location.protocol !== "file:"; // from disk every file shares one localStorage
 
+  /** The stored edit, {code}, or null. */
   function stored(w) {
+    if (!keeps) return null;
     try {
       const data = JSON.parse(localStorage.getItem(storageKey(w)));
-      return data && typeof data.code === "string" && typeof data.applied === "boolean" ? data : null;
+      return data && typeof data.code === "string" ? { code: data.code } : null;
     } catch {
       return null; // unreadable or no storage: no edit
     }
   }
 
   function store(w, data) {
+    if (!keeps) return false;
     try {
       if (data) localStorage.setItem(storageKey(w), JSON.stringify(data));
       else localStorage.removeItem(storageKey(w));
@@ -134,13 +149,18 @@
       this.editor = null;
       this.code = null; // the applied edit (the code the widget runs), or null: shipped
       const saved = stored(w);
-      this.draft = saved ? saved.code : null; // the editor's text, kept across reloads
-      if (saved && saved.applied) this.code = saved.code;
+      this.draft = saved ? saved.code : null; // the editor's text, kept across reloads; never run by itself
+      this.restored = saved !== null; // a draft from an earlier visit, not run yet
 
       const head = w.querySelector(".tw-head");
       this.mark = document.createElement("span");
       this.mark.className = "tw-code-mark";
       this.mark.textContent = TEXT.mark;
+      this.pageMark = document.createElement("span");
+      this.pageMark.className = "tw-code-mark tw-code-page-mark";
+      this.pageMark.textContent = TEXT.pageMark;
+      this.pageMark.title = TEXT.pageMarkTitle;
+      this.pageMark.hidden = true;
       this.toggle = button("tw-code-toggle", TEXT.open);
       this.toggle.setAttribute("aria-expanded", "false");
       this.section = document.createElement("section");
@@ -168,7 +188,7 @@
       this.status.setAttribute("role", "status");
       this.status.setAttribute("aria-live", "polite");
       this.section.append(this.file, this.view, actions, this.status);
-      head.append(this.mark, this.toggle);
+      head.append(this.mark, this.pageMark, this.toggle);
       w.querySelector(".tw-body").after(this.section);
 
       this.toggle.addEventListener("click", () => this.show(this.section.hidden));
@@ -183,7 +203,12 @@
       const edited = this.code !== null;
       if (edited) this.w.dataset.edited = "true";
       else delete this.w.dataset.edited;
-      this.mark.hidden = !edited;
+      const draft = !edited && this.draft !== null && this.restored;
+      if (draft) this.w.dataset.draft = "true";
+      else delete this.w.dataset.draft;
+      this.mark.hidden = !edited && !draft;
+      this.mark.textContent = edited ? TEXT.mark : TEXT.draftMark;
+      markPage();
       const editing = this.editor !== null && this.section.dataset.mode === "edit";
       this.buttons.edit.hidden = editing;
       this.buttons.run.hidden = !editing;
@@ -221,7 +246,7 @@
       this.section.dataset.editor = this.editor.kind;
       this.file.textContent = this.shipped.module.replace(/\./g, "/") + ".py" + (lib ? "" : ` ${TEXT.plain}`);
       this.section.dataset.mode = "read";
-      this.say(this.code !== null ? TEXT.ok : TEXT.shipped(this.shipped.file));
+      this.say(this.code !== null ? TEXT.ok : this.restored && this.draft !== null ? TEXT.draft : TEXT.shipped(this.shipped.file));
       if (this.draft !== null) this.startEditing();
       this.refresh();
     }
@@ -240,7 +265,8 @@
       const code = this.editor.value;
       if (code === this.shipped.source) return this.restore();
       this.code = this.draft = code;
-      this.saved = store(this.w, { code, applied: true });
+      this.restored = false;
+      this.saved = store(this.w, { code });
       this.refresh();
       this.host.recompute();
     }
@@ -252,7 +278,11 @@
       const slow = setTimeout(() => (this.buttons.stop.hidden = false), STOP_AFTER_MS);
       let data;
       try {
+        kernel.tainted = true; // from now on this worker may differ from the shipped code anywhere
         data = await kernel.call(EDITED, { widget: this.w.dataset.widget, key: storageKey(this.w), code, params });
+      } catch (error) {
+        this.say(TEXT.error({ kind: error.kind === "stopped" ? "Aturat" : "Error", message: error.message }));
+        throw error;
       } finally {
         clearTimeout(slow);
         this.buttons.stop.hidden = true;
@@ -261,22 +291,24 @@
         this.say(TEXT.error(data.error), data.error);
         throw Object.assign(new Error(TEXT.error(data.error)), data.error);
       }
-      this.say(this.saved === false ? `${TEXT.ok} ${TEXT.notSaved}` : TEXT.ok);
+      this.say(this.saved === false ? `${TEXT.ok} ${keeps ? TEXT.notSaved : TEXT.notKept}` : TEXT.ok);
       return data;
     }
 
     /** "Atura": a fresh worker; the widget goes back to the shipped code, the edit stays in the editor. */
     stop() {
       this.code = null;
-      store(this.w, { code: this.draft, applied: false });
+      store(this.w, { code: this.draft });
       this.refresh();
       this.say(TEXT.stopped);
       this.host.restart();
     }
 
-    /** "Restaura": the shipped code, and the shipped numbers. */
+    /** "Restaura": the shipped code, and the shipped numbers: in a fresh worker if the edit
+     *  has run in this one (it may have changed other modules than its own). */
     restore() {
       this.code = this.draft = null;
+      this.restored = false;
       store(this.w, null);
       if (this.editor && this.shipped) {
         this.editor.setValue(this.shipped.source);
@@ -285,8 +317,18 @@
       }
       this.refresh();
       this.say(TEXT.restored);
-      this.host.recompute();
+      if (this.host.kernel().tainted) this.host.restart();
+      else this.host.recompute();
     }
+  }
+
+  /** Every widget of the page says so while any of them runs edited code. */
+  function markPage() {
+    const all = [...document.querySelectorAll(".tw-widget")].filter((w) => panels.has(w)).map((w) => panels.get(w));
+    const any = all.some((p) => p.code !== null);
+    for (const p of all) p.pageMark.hidden = !any || p.code !== null;
+    if (any) document.documentElement.dataset.twEdited = "true";
+    else delete document.documentElement.dataset.twEdited;
   }
 
   tw.codepanel = {

@@ -20,6 +20,9 @@
     restarting: "Càlcul aturat: Python es torna a carregar…",
     partial: (what) => `Calculant${what ? `: ${what}` : ""}… Els valors pendents es marquen.`,
     slow: "Calculant…", // a run with no stage to show yet: nothing is marked pending
+    hung: "Python no respon (potser hi ha codi editat que no acaba).",
+    restartPython: "Reinicia Python",
+    stale: "Aquesta pàgina és d'una versió anterior del llibre: es recarrega.",
   };
   const { RUN, FIXED } = tw.protocol.CALLS;
   // a run still going after this long shows "Calculant…": within the 0.1 s a change feels
@@ -41,15 +44,15 @@
 
   /** A reply, or a long run's partial (its values may lack outputs still to come: pending). */
   function apply(w, data) {
+    tw.markup.fill(part(w, ".tw-figure"), data.figure); // cleaned: the output may be a reader's edit's (markup.js)
+    const tables = part(w, ".tw-tables");
+    if (tables) tw.markup.fill(tables, data.tables);
     if (!data.partial) w.dataset.values = JSON.stringify(data.values); // raw numbers, for tests and the curious
-    part(w, ".tw-figure").innerHTML = data.figure;
     w.querySelectorAll(".tw-values [data-value]").forEach((row) => {
       const known = row.dataset.value in data.text;
       row.classList.toggle("tw-pending", !known);
       if (known) row.querySelector("dd").textContent = data.text[row.dataset.value];
     });
-    const tables = part(w, ".tw-tables");
-    if (tables) tables.innerHTML = data.tables;
     const prefix = w.dataset.instance + ".";
     document.querySelectorAll(".tw-live").forEach((span) => {
       if (!span.dataset.live.startsWith(prefix)) return;
@@ -65,7 +68,11 @@
 
   /** A long run's stage: what it has so far, and what it is computing now. */
   function showPartial(w, data) {
-    apply(w, data);
+    try {
+      apply(w, data);
+    } catch (error) {
+      return setState(w, "error", TEXT.runFailed(error.message), true);
+    }
     part(w, ".tw-status").textContent = TEXT.partial(data.message);
     const bar = part(w, ".tw-progress");
     bar.hidden = false;
@@ -124,8 +131,12 @@
     if (outcome.ok && outcome.data.cancelled) {
       request(w); // cancelled without a newer change waiting (a page swap, say): compute it again
     } else if (outcome.ok) {
-      apply(w, outcome.data);
-      setState(w, "ready", TEXT.ready);
+      try {
+        apply(w, outcome.data);
+        setState(w, "ready", TEXT.ready);
+      } catch (error) {
+        setState(w, "error", TEXT.runFailed(error.message), true); // the figure shown stays
+      }
     } else if (outcome.error.kind === "stopped") {
       setState(w, "loading", TEXT.restarting); // restart(): the fresh worker recomputes it
     } else if (!here.kernel.failure) {
@@ -208,18 +219,50 @@
     adopt(here);
   }
 
+  /** Every widget of the page says the worker stopped answering (a reader's edit that never
+   *  ends, say: kernel.js's heartbeat), with a button that starts a fresh one; or no longer. */
+  function showHung(here, hung) {
+    here.widgets.forEach((w) => {
+      let note = part(w, ".tw-hung");
+      if (!hung) return note && note.remove();
+      if (note) return;
+      note = document.createElement("p");
+      note.className = "tw-hung";
+      note.setAttribute("role", "alert");
+      const again = document.createElement("button");
+      again.type = "button";
+      again.textContent = TEXT.restartPython;
+      again.addEventListener("click", restart);
+      note.append(`${TEXT.hung} `, again);
+      part(w, ".tw-status").after(note);
+    });
+  }
+
   /** The page waits for its kernel (booting, or warm from the previous page), then goes live. */
   function adopt(here) {
     const kernel = here.kernel;
     if (kernel.failure) return fail(kernel.failure);
+    // a worker that ran a reader's edit may have had any module changed by it; no edit is
+    // applied on a page that starts (a stored one is a draft, codepanel.js): a fresh worker
+    if (kernel.tainted) return restart();
+    here.unsubscribe = kernel.on((event) => {
+      if (page !== here) return;
+      if (event.type === "hung" || event.type === "alive") showHung(here, event.type === "hung");
+    });
+    if (kernel.hung) showHung(here, true);
     if (kernel.loaded) return markReady();
     here.widgets.forEach((w) => setState(w, "loading", TEXT.loading));
     showProgress(kernel.progress);
-    here.unsubscribe = kernel.on((event) => {
+    const unsubscribe = here.unsubscribe;
+    const booting = kernel.on((event) => {
       if (page !== here) return;
       if (event.type === "progress") showProgress(event);
       else if (event.type === "error" && kernel.loaded) fail(event.error); // the worker died after booting
     });
+    here.unsubscribe = () => {
+      unsubscribe();
+      booting();
+    };
     kernel.ready.then(() => page === here && markReady(), (error) => page === here && fail(error));
   }
 
@@ -228,7 +271,14 @@
   function restart() {
     const here = page;
     if (!here) return;
+    if (tw.offline && tw.offline.stale) {
+      // a newer build controls this page: a new worker would be that build's, under this
+      // build's page (offline.js); the page itself is reloaded instead
+      here.widgets.forEach((w) => setState(w, "loading", TEXT.stale));
+      return location.reload();
+    }
     here.unsubscribe();
+    showHung(here, false);
     here.kernel = tw.kernel.restart(JSON.parse(document.getElementById("tw-config").dataset.config));
     here.rerun = true; // its figures came from the stopped worker (a retrained model, say)
     adopt(here);

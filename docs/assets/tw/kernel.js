@@ -15,6 +15,11 @@
   const HERE = document.currentScript.src || location.href; // assets/tw/kernel.js (inlined: no src)
   const ROOT = new URL("../../", HERE);
   const BOOT_TIMEOUT_MS = 120000;
+  // Once booted, the worker answers a ping between any two of its tasks (a staged run and a
+  // training run take turns; no stage lasts a second): one not answered in HANG_MS means
+  // Python is stuck (a reader's edit that never ends) or gone, and the page says so
+  const BEAT_MS = 1000;
+  const HANG_MS = 10000;
 
   class BootError extends Error {
     constructor(kind, message) {
@@ -35,8 +40,12 @@
       this.nextId = 0;
       this.ready = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
       this.ready.catch(() => {}); // callers that never wait are not an unhandled rejection
+      this.tainted = false; // it has run a reader's edit, which may have changed any module's state
+      this.hung = false; // a ping has gone unanswered for HANG_MS
+      this.versions = config.versions || {}; // site path -> hash of its bytes (build_hooks/offline.py)
       // a single-file export (build_hooks/export.py) makes its worker from the bytes it carries
-      this.worker = tw.embedded ? tw.embedded.worker() : new Worker(new URL(P.WORKER, HERE));
+      this.worker = tw.embedded ? tw.embedded.worker()
+        : new Worker(this.at(P.WORKER, { protocol: "protocol.js", lockdown: "lockdown.js" }));
       // offline.js: on a first visit, hold the messages (and so Pyodide's downloads) until the
       // service worker controls this page and the worker, so each file is fetched once
       const gate = (tw.offline && tw.offline.controlled) || null;
@@ -54,7 +63,8 @@
       this.timer = setTimeout(() => this.loaded || this.fail(new BootError("timeout", "timeout")), BOOT_TIMEOUT_MS);
       const runtime = new URL(config.runtime, ROOT);
       // the lock changes with every build: its query names this build's, past any HTTP cache
-      const lock = new URL(`${config.lock}?v=${config.sha256.slice(0, 16)}`, runtime);
+      const lock = new URL(config.lock, runtime);
+      lock.searchParams.set("v", this.versions[config.runtime + config.lock] || config.sha256.slice(0, 16));
       this.worker.postMessage({ type: P.INIT, indexURL: runtime.href, lockFileURL: lock.href,
                                 package: config.package, entry: config.entry });
     }
@@ -63,7 +73,7 @@
      *  null if it cannot start: Python then runs every pass itself, as it would anyway. */
     startHelper() {
       try {
-        const helper = tw.embedded ? tw.embedded.helper() : new Worker(new URL(P.HELPER, HERE));
+        const helper = tw.embedded ? tw.embedded.helper() : new Worker(this.at(P.HELPER));
         const channel = new MessageChannel();
         helper.postMessage(null, [channel.port2]);
         this.worker.postMessage({ type: P.PORT }, [channel.port1]);
@@ -73,9 +83,42 @@
       }
     }
 
+    /** The URL of a script beside this one, with its build's version (`?v=`, the hash of its
+     *  bytes), and the versions of the scripts it imports under their names' stems. */
+    at(name, imports = {}) {
+      const url = new URL(name, HERE);
+      const version = (file) => this.versions[`assets/tw/${file}`];
+      if (version(name)) url.searchParams.set("v", version(name));
+      for (const [key, file] of Object.entries(imports)) if (version(file)) url.searchParams.set(key, version(file));
+      return url;
+    }
+
+    /** After the boot: a ping per BEAT_MS, and "hung" / "alive" events as the worker stops or
+     *  resumes answering. */
+    beat() {
+      let sent = null; // when the unanswered ping went out
+      this.pong = () => {
+        sent = null;
+        if (this.hung) {
+          this.hung = false;
+          this.emit({ type: "alive" });
+        }
+      };
+      this.beating = setInterval(() => {
+        if (sent === null) {
+          sent = performance.now();
+          this.worker.postMessage({ type: P.PING });
+        } else if (!this.hung && performance.now() - sent > HANG_MS) {
+          this.hung = true;
+          this.emit({ type: "hung" });
+        }
+      }, BEAT_MS);
+    }
+
     /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}
      *  | {type: "warm", failed, helped} (the worker's warm-up is over: a first change pays nothing
-     *  more; helped: it sends passes to the kernel's helper). */
+     *  more; helped: it sends passes to the kernel's helper) | {type: "hung"} | {type: "alive"}
+     *  (the worker stopped, then resumed, answering pings). */
     on(listener) {
       this.listeners.add(listener);
       return () => this.listeners.delete(listener);
@@ -105,12 +148,15 @@
         this.loaded = true;
         clearTimeout(this.timer);
         this.settle.resolve(this);
+        this.beat();
         this.emit({ type: "loaded" });
       } else if (msg.type === P.WARM) {
         this.warm = { failed: msg.failed, helped: msg.helped };
         this.emit({ type: "warm", ...this.warm });
       } else if (msg.type === P.ERROR) {
         this.fail(new BootError("boot", msg.message));
+      } else if (msg.type === P.PONG) {
+        if (this.pong) this.pong();
       } else if (msg.type === P.STEP) {
         const call = this.pending.get(msg.id);
         if (call && call.onStep) call.onStep(msg.data);
@@ -127,6 +173,7 @@
       if (this.failure) return;
       this.failure = error;
       clearTimeout(this.timer);
+      clearInterval(this.beating);
       this.worker.terminate();
       if (this.helper) this.helper.terminate();
       this.pending.forEach((call) => call.reject(error));

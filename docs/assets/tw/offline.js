@@ -24,6 +24,7 @@
   let stale = false; // a newer build controls this page: whole-page navigations only
 
   function banner(message, onReload) {
+    if (!document.body) return document.addEventListener("DOMContentLoaded", () => banner(message, onReload), { once: true });
     let box = document.querySelector(".tw-update");
     if (!box) {
       box = document.createElement("div");
@@ -132,5 +133,13 @@
         });
         setTimeout(done, 20000);
       });
-  tw.offline = { registration, controlled };
+  tw.offline = {
+    registration,
+    controlled,
+    /** A newer build controls this page: a fresh Python worker would be that build's, so the
+     *  page reloads instead of starting one (host.js restart). */
+    get stale() {
+      return stale;
+    },
+  };
 })();

@@ -8,12 +8,17 @@
 //                   the page gives the other end), if the page could start one
 //                   {type: "run" | "fixed" | "train" | "source" | "edited", id, payload}
 //                   {type: CANCEL, id}                                   stop a long call
+//                   {type: PING}                     once booted, each second: is the worker answering?
 //   worker -> page  {type: PROGRESS, message, fraction} | {type: LOADED} | {type: ERROR, message}
 //                   {type: WARM, failed, helped}  after LOADED: the widgets' modules and the first
 //                                 changes' preparations are in (failed: what did not load; helped:
 //                                 passes go to the kernel's helper)
 //                   {type: STEP, id, data}                               a long call's progress
 //                   {type: REPLY, id, ok, data | error}                  the call's end
+//                   {type: PONG}                                         a ping's answer
+// Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
+// `versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of
+// the scripts it imports. Python never posts to the page: worker.js alone does (lockdown.js).
 (function (scope) {
   "use strict";
   const tw = (scope.tw = scope.tw || {});
@@ -23,6 +28,8 @@
     PORT: "port",
     INIT: "init",
     CANCEL: "cancel",
+    PING: "ping",
+    PONG: "pong",
     PROGRESS: "event:progress",
     LOADED: "event:loaded",
     ERROR: "event:error",

@@ -33,7 +33,7 @@
       parts.bar.hidden = !on;
     };
     const step = (data) => {
-      w.querySelector(".tw-figure").innerHTML = data.figure;
+      tw.markup.fill(w.querySelector(".tw-figure"), data.figure); // cleaned, as every output (markup.js)
       parts.bar.value = data.step / data.steps;
       parts.status.textContent = data.status;
       w.dataset.trainStep = data.step;

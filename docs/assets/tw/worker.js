@@ -2,10 +2,14 @@
 // loadPackage (which fetches numpy, its dependency, and checks both against the sha256 of
 // the site's pyodide-lock.json), and answers calls. The protocol is protocol.js.
 "use strict";
-importScripts("protocol.js");
+// the scripts it imports, at the versions its URL names (kernel.js: the same build's)
+const VERSIONS = new URLSearchParams(self.location.search);
+const script = (name) => (VERSIONS.has(name) ? `${name}.js?v=${VERSIONS.get(name)}` : `${name}.js`);
+importScripts(script("protocol"));
 
 const P = self.tw.protocol;
-const post = (type, extra = {}) => self.postMessage({ type, ...extra });
+const send = self.postMessage.bind(self); // lockdown.js takes self.postMessage from Python: this is ours
+const post = (type, extra = {}) => send({ type, ...extra });
 const progress = (message, fraction) => post(P.PROGRESS, { message, fraction });
 const cancelled = new Set(); // ids of long calls asked to stop
 let entry = null; // the package's browser entry module (render, fixed, Trainer)
@@ -19,7 +23,7 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   await py.loadPackage(name, { messageCallback: () => {}, errorCallback: (m) => failures.push(m) });
   const why = failures.filter((m) => !m.trim().endsWith(":")); // drop Pyodide's "…while loading X:" headers
   if (failures.length) throw new Error(`${name}: ${why.join("; ")}; Pyodide hi exigeix el sha256 que fixa el lock del lloc`);
-  importScripts("lockdown.js"); // from here on: this origin only, no eval (lockdown.js says why)
+  importScripts(script("lockdown")); // from here on: this origin only, no eval, no storage (lockdown.js says why)
   self.twLockDown(self.location.origin);
   entry = py.pyimport(module);
   entry.prepare(); // numpy: "ready" means a change is answered without waiting for it
@@ -227,7 +231,9 @@ const CALLS = {
 let booted = null;
 
 self.onmessage = async ({ data: msg, ports }) => {
-  if (msg.type === P.PORT) {
+  if (msg.type === P.PING) {
+    post(P.PONG);
+  } else if (msg.type === P.PORT) {
     helperPort = ports[0] || null;
   } else if (msg.type === P.INIT) {
     booted = boot(msg).then(

@@ -1,0 +1,38 @@
+// The one way a widget's output enters the page. Figures and tables come from Python in the
+// worker: the shipped modules, or a reader's edit in the «Codi» panel, which can return any
+// text. Each is parsed and cleaned by DOMPurify (assets/tw/purify.min.js, the pinned npm
+// release: build_hooks/sanitizer.py checks it) with the allow-list of
+// widgets_py/engine/markup.py, which the site config carries: SVG shapes and text, tables,
+// classes; no script, style, link, meta, foreignObject, event handler or URL. The build
+// holds prerendered figures to the same list, so a shipped figure loses nothing here.
+// Without DOMPurify nothing is inserted: the widget keeps the figure it has.
+(() => {
+  "use strict";
+  const tw = (window.tw = window.tw || {});
+  let allowed = null; // [config text, DOMPurify options] of the page's config
+
+  function options() {
+    const el = document.getElementById("tw-config");
+    const text = el ? el.dataset.config : "{}";
+    if (!allowed || allowed[0] !== text) {
+      const list = JSON.parse(text).markup || { tags: [], attributes: [] };
+      allowed = [text, {
+        ALLOWED_TAGS: list.tags,
+        ALLOWED_ATTR: list.attributes,
+        ALLOW_DATA_ATTR: false,
+        ALLOW_ARIA_ATTR: false, // only the aria-* attributes the list names
+        ALLOWED_URI_REGEXP: /^$/, // no attribute on the list takes a URL; none may hold one
+        RETURN_DOM_FRAGMENT: true, // no second parse of the cleaned text
+      }];
+    }
+    return allowed[1];
+  }
+
+  tw.markup = {
+    /** `el`'s children become the cleaned `html`; an Error if the page has no sanitiser. */
+    fill(el, html) {
+      if (!window.DOMPurify || !window.DOMPurify.isSupported) throw new Error("sense netejador d'HTML (DOMPurify)");
+      el.replaceChildren(window.DOMPurify.sanitize(String(html), options()));
+    },
+  };
+})();
