@@ -89,6 +89,7 @@ def serve():
     yield start
     for httpd in servers:
         httpd.shutdown()
+        httpd.server_close()  # the port is free for the next test of the same deployments
 
 
 def test_each_byte_once_and_a_repeat_visit_costs_nothing(browser, site, serve):
@@ -279,3 +280,4 @@ def test_without_a_service_worker_the_http_cache_cannot_mix_builds(browser, two_
         context.close()
     finally:
         httpd.shutdown()
+        httpd.server_close()

@@ -256,7 +256,7 @@
       this.section.dataset.mode = "edit";
       this.editor.setReadOnly(false);
       this.editor.focus();
-      if (this.code === null) this.say(TEXT.editing);
+      if (this.code === null && !(this.restored && this.draft !== null)) this.say(TEXT.editing); // a draft says so (load)
       this.refresh();
     }
 
