@@ -48,7 +48,7 @@ def test_lock_is_valid_for_pyodide_and_pins_both_packages():
 
 def test_no_folder_or_file_of_the_bundle_is_written_in_the_browser_code():
     """The worker and the kernel learn the layout from the site config (bundle.site_config)."""
-    config = bundle.site_config(bundle.make_wheel(bundle.package_files()), {})
+    config = bundle.site_config(bundle.make_wheel(bundle.package_files()), {}, {})
     for script in ("worker.js", "kernel.js", "host.js"):
         js = re.sub(r"//.*", "", (ROOT / "docs" / "assets" / "tw" / script).read_text())  # code, not comments
         for value in (config["runtime"], config["lock"], config["package"], config["entry"], "assets/tw/"):

@@ -87,7 +87,7 @@
      *  bytes), and the versions of the scripts it imports under their names' stems. */
     at(name, imports = {}) {
       const url = new URL(name, HERE);
-      const version = (file) => this.versions[`assets/tw/${file}`];
+      const version = (file) => this.versions[new URL(file, HERE).pathname.slice(ROOT.pathname.length)]; // by site path
       if (version(name)) url.searchParams.set("v", version(name));
       for (const [key, file] of Object.entries(imports)) if (version(file)) url.searchParams.set(key, version(file));
       return url;
