@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
+from html import unescape
 
 import pytest
 from conftest import _Quiet
@@ -333,3 +335,12 @@ def test_the_vendored_sanitizer_is_the_pinned_npm_release():
     with tarfile.open(tarball) as tar:
         shipped = tar.extractfile("package/dist/purify.min.js").read()
     assert (ROOT / "docs" / "assets" / "tw" / "purify.min.js").read_bytes() == shipped
+
+
+@pytest.mark.build
+def test_every_file_a_script_loads_by_url_is_versioned_in_the_config(site):
+    from build_hooks import offline
+
+    html = (site / "cap15" / "index.html").read_text()
+    config = json.loads(unescape(re.search(r'data-config="([^"]+)"', html).group(1)))
+    assert config["versions"] == {path: offline.digest((site / path).read_bytes()) for path in offline.LOADED}
