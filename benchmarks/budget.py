@@ -9,7 +9,7 @@ no bytecode of ours: bytecode.py) in an empty page (same run, same
 server, in turn, `--rounds` times: the median of the pairs' ratios), time-to-interactive of the
 second widget page reached by in-site navigation,
 control change -> new figure per widget (median, p95), bytes served for a first and a
-repeat visit (beside what the offline cache holds), `mkdocs build` cold (fresh interpreter
+repeat visit (beside what the offline cache holds), `properdocs build` cold (fresh interpreter
 and site folder; the Pyodide files and what `./dev` makes of them once per machine, their
 bytecode, copied in, not downloaded; everything made from this project's files is made
 again) and warm, and whether the
@@ -197,8 +197,8 @@ def main() -> None:
         ("bytes served, first visit (incl. offline precache)",
          f"{first_bytes / 1e6:.2f} MB for {precached / 1e6:.2f} MB precached ({first_bytes / precached:.3f}×; goal ≤ 1.05×)"),
         ("bytes served, repeat visit", f"{repeat_bytes} B  (goal 0)"),
-        ("mkdocs build, cold", f"{build_cold:.1f} s  (goal ≤ 20 s)"),
-        ("mkdocs build, again", f"{build_warm:.1f} s"),
+        ("properdocs build, cold", f"{build_cold:.1f} s  (goal ≤ 20 s)"),
+        ("properdocs build, again", f"{build_warm:.1f} s"),
         ("files that differ between the two builds", f"{rebuild_diff}  (goal 0: sw.js unchanged, readers download nothing)"),
     ]
     width = max(len(k) for k, _ in rows)

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import assets
+from . import assets, generator
 from .export import HERE, SUFFIX, ExportError, export
 
 CHAPTER = re.compile(r"^cap\d+/[^/]+\.md$")  # the pages that offer their file
@@ -69,9 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         site = args.site
         if site is None:
             site = Path(tmp) / "site"
-            say("construint el lloc (mkdocs build --strict)…")
-            done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
-                                  cwd=HERE.parent, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+            say("construint el lloc (properdocs build --strict)…")
+            done = subprocess.run(generator.build_command(site, "--quiet"), cwd=HERE.parent)
             if done.returncode:
                 return done.returncode
         try:

@@ -15,6 +15,10 @@
 //   ones) and waits: open pages keep their build until the reader accepts the reload the
 //   page offers ("skip-waiting" message). Then the old cache is deleted.
 // - A path that is not in the site gets the site's 404 page when the network is cut.
+// - The reader's data: where the browser says the reader saves data (Save-Data), an update
+//   copies what it can from the older build's cache and downloads nothing by itself (changed
+//   files come when a page asks for them); the page asks for the whole site only when the
+//   reader does ("desa per llegir sense connexió", offline.js).
 // - Only this build's bytes are ever served: a cache hit is hashed and checked against FILES
 //   each time (an entry that something else wrote, or an older build's, is dropped and the
 //   file fetched again), and a versioned URL (`host.js?v=HASH`, `worker.js?v=HASH`) whose HASH
@@ -70,11 +74,14 @@ const whenQuiet = () =>
     setTimeout(resolve, QUIET_MS);
   }));
 
-async function precacheOne(cache, path) {
+const savingData = () => Boolean(self.navigator.connection && self.navigator.connection.saveData);
+
+async function precacheOne(cache, path, download = true) {
   await storing.get(path); // the page is loading it: its copy, not a second download
   if (await cache.match(keyOf(path))) return; // the page loaded it already
   const earlier = await caches.match(keyOf(path)); // an older build's copy: reused if unchanged
   if (earlier && (await store(cache, path, earlier))) return;
+  if (!download) return;
   // "no-cache" revalidates: a file the page just loaded costs a 304; a stale HTTP copy is refused
   for (const mode of ["no-cache", "reload"]) {
     const response = await fetch(keyOf(path), { cache: mode });
@@ -83,14 +90,16 @@ async function precacheOne(cache, path) {
   throw new Error(`${path}: the server does not give this build's bytes`);
 }
 
-function precache() {
+/** Every file of the build into its cache; with `download` false, only what an older build's
+ *  cache already holds (a reader who saves data). */
+function precache(download = true) {
   precaching =
     precaching ||
     (async () => {
       const cache = await caches.open(CACHE);
       const queue = Object.keys(FILES);
       const worker = async () => {
-        while (queue.length) await precacheOne(cache, queue.shift());
+        while (queue.length) await precacheOne(cache, queue.shift(), download);
       };
       await Promise.all(Array.from({ length: PARALLEL }, worker));
     })().finally(() => (precaching = null));
@@ -113,7 +122,7 @@ async function claimWorkers(urls) {
 
 self.addEventListener("install", (event) => {
   if (!self.registration.active) self.skipWaiting(); // a first visit: nothing older to keep
-  else event.waitUntil(precache()); // an update: ready offline before it may take over
+  else event.waitUntil(precache(!savingData())); // an update: ready offline before it may take over
 });
 
 self.addEventListener("activate", (event) => {

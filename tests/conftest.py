@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "book"  # a second, small chapter: the guide's example grown up
 NOT_THE_BOOK = {".git", ".venv", "tests", "benchmarks", "site", "__pycache__", "textbook_ch15.egg-info"}
 
+import properdocs.replacement  # noqa: E402,F401 - `mkdocs.*` imports in this process are ProperDocs', as in a build
 import widgets_py  # noqa: E402
+
+from build_hooks import generator  # noqa: E402
 
 # The fixture chapter's widgets join the registry here too (widgets_py.cap99), so every test
 # that walks the registry or the built site covers it like any chapter of the book.
@@ -30,12 +33,9 @@ KERNEL_WARM = """() => tw.kernel.get(JSON.parse(document.querySelector("script[d
 
 
 def build_site(dest: Path, project: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`mkdocs build --strict` of `project` into `dest`, in a fresh interpreter."""
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(dest)],
-        cwd=project, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", **(env or {})},
-    )
+    """`properdocs build --strict` of `project` into `dest`, in a fresh interpreter."""
+    return subprocess.run(generator.build_command(dest), cwd=project, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
 
 
 def free_port() -> int:

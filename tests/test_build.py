@@ -136,18 +136,19 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
-def test_a_copy_builds_its_own_widgets_with_the_shared_mkdocs_command(tmp_path):
-    """A copy of the project built by the virtual environment's `mkdocs` (what `./dev build`
+def test_a_copy_builds_its_own_widgets_with_the_shared_generator_command(tmp_path):
+    """A copy of the project built by the virtual environment's `properdocs` (what `./dev build`
     runs; a copied checkout keeps the .venv of the original): the copy's widgets are the ones
     prerendered and bundled, not those of the checkout the environment's editable install
     points at, which imports would otherwise find first."""
     project = copy_project(tmp_path / "project")
     path = project / "widgets_py" / "cap15" / "roofline.py"
     path.write_text(path.read_text().replace('title="Prefill contra decode', 'title="COPIA Prefill contra decode'))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([str(Path(sys.executable).parent / "mkdocs"), "build", "--site-dir", str(tmp_path / "site")],
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(Path(sys.executable).parent / "properdocs"), "build", "-f", "mkdocs.yml", "--site-dir", str(tmp_path / "site")],
                           cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "MkDocs 2" not in done.stderr and "NO_MKDOCS_2_WARNING" not in done.stderr  # Material's banner stays off
     html = (tmp_path / "site" / "cap15" / "index.html").read_text()
     assert "COPIA Prefill contra decode" in html
     wheel = next((tmp_path / "site" / "pyodide").glob("widgets_py-*.whl"))
@@ -156,12 +157,13 @@ def test_a_copy_builds_its_own_widgets_with_the_shared_mkdocs_command(tmp_path):
 
 
 def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
-    """What `mkdocs serve` does on an edit: reload the config and build again in-process."""
+    """What `properdocs serve` does on an edit: reload the config and build again in-process."""
     project = copy_project(tmp_path / "project")
     script = textwrap.dedent(f"""
         import re, pathlib
-        from mkdocs.config import load_config
-        from mkdocs.commands.build import build
+        import properdocs.replacement  # as the properdocs command does: mkdocs.* is ProperDocs
+        from properdocs.config import load_config
+        from properdocs.commands.build import build
         def once(out):
             build(load_config("mkdocs.yml", site_dir=out))
             html = pathlib.Path(out, "cap15/index.html").read_text()
@@ -174,8 +176,7 @@ def test_rebuild_in_one_process_uses_edited_widget_code(tmp_path):
         assert "EDITAT" not in first[0] and "EDITAT" in second[0], (first, second)
         assert first[1] != second[1], "the bundle must be rebuilt from the edited code"
     """)
-    done = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
 
 

@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, generator
 
 pytestmark = pytest.mark.build
 
@@ -59,9 +59,7 @@ def _project(tmp_path, body: str):
     config = (ROOT / "mkdocs.yml").read_text()
     (project / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\n")
     (project / "docs" / "index.md").write_text(body)
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(generator.build_command(tmp_path / "site"), cwd=project, capture_output=True, text=True, timeout=300)
     return done, tmp_path / "site" / "index.html"
 
 

@@ -17,6 +17,11 @@
     waiting: "Hi ha una versió nova d'aquest llibre.",
     taken: "S'ha activat una versió nova d'aquest llibre en una altra pestanya.",
     reload: "Recarrega",
+    save: "Desa per llegir sense connexió",
+    saveNote: "El navegador diu que estalvies dades: la resta del lloc (Python, numpy i totes les pàgines) es baixa només si ho demanes.",
+    saving: "Desant el lloc…",
+    saved: "Desat: el lloc es pot llegir sense connexió.",
+    saveFailed: "No s'ha pogut desar el lloc sencer; torna-ho a provar amb connexió.",
   };
   const registration = sw.register(new URL("../../sw.js", document.currentScript.src)).catch(() => null);
   let controller = sw.controller;
@@ -93,10 +98,36 @@
     asked = true;
     registration.then((reg) => reg && sw.ready.then((ready) => ready.active.postMessage({ type: "precache" })));
   }
-  document.addEventListener("tw:idle", precache, { once: true });
+  // A reader who saves data (the browser's Save-Data) is asked before the rest of the site is
+  // downloaded; what this page loads is kept for offline reading all the same.
+  const savingData = Boolean(navigator.connection && navigator.connection.saveData);
+  function offerToSave() {
+    if (!document.body) return document.addEventListener("DOMContentLoaded", offerToSave, { once: true });
+    if (document.querySelector(".tw-save")) return;
+    const box = document.createElement("p");
+    box.className = "tw-save";
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = TEXT.save;
+    const note = document.createElement("span");
+    note.textContent = TEXT.saveNote;
+    button.addEventListener("click", () => {
+      button.disabled = true;
+      note.textContent = TEXT.saving;
+      precache();
+    });
+    sw.addEventListener("message", (event) => {
+      if (event.data && event.data.type === "precached") note.textContent = event.data.ok ? TEXT.saved : TEXT.saveFailed;
+    });
+    box.append(button, " ", note);
+    const article = document.querySelector("article") || document.body;
+    article.append(box);
+  }
+  const idle = savingData ? offerToSave : precache;
+  document.addEventListener("tw:idle", idle, { once: true });
   window.addEventListener("load", () => {
-    if (!document.querySelector(".tw-widget")) precache();
-    else setTimeout(precache, 60000); // a page whose widgets never boot still gets its offline copy
+    if (!document.querySelector(".tw-widget")) idle();
+    else setTimeout(idle, 60000); // a page whose widgets never boot still gets its offline copy
   }, { once: true });
   // The kernel holds Pyodide's downloads until the service worker controls this page and its
   // workers (first visit only): then they go through the offline cache, once. The activation

@@ -1,0 +1,60 @@
+"""The stack under the site (issue 33): built by ProperDocs, precompressed for hosts that can
+serve it so, and a first visit that respects a reader who saves data."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+
+import brotli
+import pytest
+
+from build_hooks import compress, offline
+
+ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
+STORED = "() => document.documentElement.dataset.twOffline === 'ready'"
+
+
+@pytest.mark.build
+def test_the_site_is_generated_by_properdocs(site):
+    html = (site / "index.html").read_text()
+    assert re.search(r'<meta name="generator" content="mkdocs-ProperDocs 1\.6\.\d+, mkdocs-material-', html)
+
+
+@pytest.mark.build
+def test_big_files_have_precompressed_siblings_that_are_them(site):
+    packed = sorted(p for p in site.rglob("*") if p.suffix in (".gz", ".br") and p.name != "sitemap.xml.gz")
+    names = {p.relative_to(site).as_posix() for p in packed}
+    assert {"pyodide/pyodide.asm.wasm.gz", "pyodide/pyodide.asm.wasm.br", "cap15/index.html.gz", "sw.js.gz"} <= names
+    for p in packed:
+        original = p.with_suffix("").read_bytes()
+        unpacked = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else brotli.decompress(p.read_bytes())
+        assert unpacked == original, p
+        assert len(p.read_bytes()) < len(original)
+    assert not any(compress.wanted(p) and not p.with_name(p.name + ".gz").exists()
+                   for p in site.rglob("*") if p.is_file() and p.suffix in compress.KINDS)
+    files = json.loads(re.search(r"const FILES = (\{.*?\});", (site / "sw.js").read_text(), re.S).group(1))
+    assert not [f for f in files if f.endswith((".gz", ".br"))] and "pyodide/pyodide.asm.wasm" in files
+    assert "gzip_static on;" in (site / "nginx-headers.conf").read_text()
+    assert set(offline.precache_list(site)) == set(files)
+
+
+@pytest.mark.browser
+def test_a_reader_who_saves_data_is_asked_before_the_site_is_stored(browser, server):
+    context = browser.new_context()
+    context.add_init_script("Object.defineProperty(Navigator.prototype, 'connection', {get: () => ({saveData: true})})")
+    page = context.new_page()
+    page.goto(server + "cap15/index.html")
+    page.wait_for_function(ALL_READY, timeout=90_000)
+    offer = page.locator(".tw-save button")
+    offer.wait_for(timeout=30_000)
+    page.wait_for_timeout(3000)
+    assert page.evaluate("document.documentElement.dataset.twOffline") is None  # nothing precached by itself
+    offer.click()
+    page.wait_for_function(STORED, timeout=120_000)
+    assert "Desat" in page.text_content(".tw-save")
+    context.set_offline(True)
+    page.goto(server + "glossari.html")  # a page this visit never opened: stored on request
+    assert "Glossari" in page.title()
+    context.close()
