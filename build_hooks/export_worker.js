@@ -1,18 +1,26 @@
 // The single-file export's worker prelude (build_hooks/export.py): it runs before the site's
 // own worker.js, which is unchanged, inside a worker made from a Blob URL (export_boot.js).
 // Everything the worker would load comes from memory instead:
-// - importScripts(any URL) and fetch(any URL) are answered by file name (the last path
-//   segment, query dropped) from the files the page sent: worker.js and its scripts as text,
-//   Pyodide's runtime, numpy, the widgets wheel and the lock as gzip payloads, unpacked here
-//   with the browser's DecompressionStream. A name the file does not hold is an error, never
-//   a request: nothing here can reach the network or the disk.
+// - importScripts(any URL) is answered by file name (the last path segment, query dropped)
+//   with a blob: URL the PAGE made (export_boot.js says why not one made here): the sources
+//   (protocol.js, lockdown.js…) when the worker starts, the payloads that are scripts
+//   (pyodide.js, pyodide.asm.js) in the page's SCRIPTS message;
+// - fetch(any URL) is answered by file name from the files the page sent: Pyodide's runtime,
+//   numpy, the widgets wheel and the lock as gzip payloads, unpacked here with the browser's
+//   DecompressionStream. A name the file does not hold is an error, never a request: nothing
+//   here can reach the network or the disk.
 // - Messages that arrive before the payloads (the kernel's init) wait for them, in order.
+// - A failure says what failed: an uncaught error in a script loaded from a blob: URL reaches
+//   the page as "Script error." in some engines (WebKit), so errors are posted as messages.
 "use strict";
 (() => {
-  const { sources, FILES } = self.twExport; // name -> text; the files message's type
+  const { sources, scripts: startScripts, FILES, SCRIPTS, ERROR } = self.twExport;
   const files = new Map(); // name -> Uint8Array, once unpacked
-  const scripts = new Map(); // name -> blob: URL, for importScripts
+  const scripts = new Map(Object.entries(startScripts)); // name -> blob: URL (the page's), for importScripts
   const nameOf = (url) => decodeURIComponent(String(url).split(/[?#]/)[0].split("/").pop());
+  const describe = (error) => (error && error.name && error.message ? `${error.name}: ${error.message}` : String(error));
+  let failed = false;
+  const fail = (message) => failed || ((failed = true), self.postMessage({ type: ERROR, message }));
 
   function bytesOf(name) {
     if (Object.hasOwn(sources, name)) return new TextEncoder().encode(sources[name]);
@@ -21,42 +29,63 @@
   }
 
   const importOriginal = self.importScripts.bind(self);
-  self.importScripts = (...urls) =>
-    importOriginal(...urls.map((url) => {
-      const name = nameOf(url);
-      if (!scripts.has(name)) scripts.set(name, URL.createObjectURL(new Blob([bytesOf(name)], { type: "text/javascript" })));
-      return scripts.get(name);
-    }));
+  self.importScripts = (...urls) => {
+    const names = urls.map(nameOf);
+    const missing = names.filter((name) => !scripts.has(name));
+    if (missing.length) throw new TypeError(`${missing.join(", ")}: aquest fitxer no el conté`);
+    try {
+      return importOriginal(...names.map((name) => scripts.get(name)));
+    } catch (error) {
+      // the error of a script that failed to load or threw as it ran, with the file's name
+      throw new Error(`${names.join(", ")} no s'ha pogut executar al worker (${describe(error)})`);
+    }
+  };
   self.fetch = async (input) => {
     const name = nameOf(input && typeof input === "object" && "url" in input ? input.url : input);
     const type = name.endsWith(".wasm") ? "application/wasm" : name.endsWith(".json") ? "application/json" : "application/octet-stream";
     return new Response(bytesOf(name), { status: 200, headers: { "Content-Type": type } });
   };
-  self.importScripts("protocol.js");
-  const P = self.tw.protocol;
+  try {
+    self.importScripts("protocol.js");
+  } catch (error) {
+    fail(error.message);
+    throw error;
+  }
 
   async function unpack({ name, base64 }) {
     const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64) : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-    const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
+    // from the bytes, not through a Blob: WebKit cannot read a Blob in this worker either
+    const stream = new Response(packed).body.pipeThrough(new DecompressionStream("gzip"));
     files.set(name, new Uint8Array(await new Response(stream).arrayBuffer()));
   }
 
   // worker.js sets self.onmessage: keep its handler and call it once the payloads are in
   let handler = null;
   Object.defineProperty(self, "onmessage", { configurable: true, get: () => handler, set: (fn) => (handler = fn) });
-  let arrived;
-  const unpacked = new Promise((resolve) => (arrived = resolve));
-  let failed = false;
+  const arrival = () => {
+    let settle;
+    const promise = new Promise((resolve, reject) => (settle = { resolve, reject }));
+    return { promise, ...settle };
+  };
+  const filesIn = arrival();
+  const scriptsIn = arrival();
+  const unpacked = Promise.all([filesIn.promise, scriptsIn.promise]);
   let queue = Promise.resolve();
   self.addEventListener("message", (event) => {
-    if (event.data && event.data.type === FILES) {
-      self.postMessage({ type: P.PROGRESS, message: "Desempaquetant Python del fitxer…", fraction: 0.02 });
-      arrived(Promise.all(event.data.files.map(unpack)));
+    const data = event.data;
+    if (data && data.type === FILES) {
+      self.postMessage({ type: self.tw.protocol.PROGRESS, message: "Desempaquetant Python del fitxer…", fraction: 0.02 });
+      filesIn.resolve(Promise.all(data.files.map(unpack)));
+      return;
+    }
+    if (data && data.type === SCRIPTS) {
+      if (data.error) scriptsIn.reject(new Error(data.error));
+      else scriptsIn.resolve(Object.entries(data.scripts).forEach(([name, url]) => scripts.set(name, url)));
       return;
     }
     queue = queue.then(() => unpacked).then(
       () => handler && void handler(event),
-      (error) => failed || ((failed = true), self.postMessage({ type: P.ERROR, message: `desempaquetant: ${error.message}` })),
+      (error) => fail(`desempaquetant: ${describe(error)}`),
     );
   });
 })();
