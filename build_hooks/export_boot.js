@@ -5,12 +5,14 @@
 // document is parsed, posts the worker the compressed payloads that the file carries in
 // <script type="application/x-tw-payload"> elements (base64 of gzip).
 //
-// Every script the worker imports (importScripts) is given a blob: URL made HERE, by the
-// page: WebKit (Safari's engine; WebKitGTK 2.50 here) cannot load a blob: URL that a worker
-// of a file:// page made itself (importScripts and fetch both fail with "NetworkError: Load
-// failed": the worker's origin is opaque), while one the page made loads. So the worker gets
-// the sources' URLs when it starts, and the payloads that are scripts (pyodide.js,
-// pyodide.asm.js), unpacked by the page, in a second message (SCRIPTS).
+// From file:// the page's origin and its worker's are opaque, and engines disagree on whose
+// blob: URLs the worker may load: Chromium (and Firefox) load those the worker made and
+// refuse the page's ("failed to load"); WebKit (Safari's engine; WebKitGTK 2.50 here) loads
+// the page's and refuses the worker's ("NetworkError: Load failed", for importScripts and
+// fetch alike). So the page also makes a blob: URL for every script the worker may import:
+// the sources' when it starts the worker, and, unpacked here, the payloads that are scripts
+// (pyodide.js, pyodide.asm.js) in a second message (SCRIPTS); the worker uses whichever
+// kind it can load (export_worker.js).
 (() => {
   "use strict";
   const tw = (window.tw = window.tw || {});
@@ -22,9 +24,9 @@
   const isScript = (name) => name.endsWith(".js");
   const scriptURL = (data) => URL.createObjectURL(new Blob([data], { type: "text/javascript" }));
 
-  /** The worker's files but its scripts, as they are in the file (the worker unpacks them). */
+  /** The worker's files, as they are in the file (the worker unpacks them). */
   function payloads() {
-    return forWorker().filter((el) => !isScript(el.dataset.name)).map((el) => ({ name: el.dataset.name, base64: el.textContent }));
+    return forWorker().map((el) => ({ name: el.dataset.name, base64: el.textContent }));
   }
 
   /** The payloads that are scripts, unpacked here: {name: blob: URL}. */

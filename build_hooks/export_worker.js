@@ -1,14 +1,15 @@
 // The single-file export's worker prelude (build_hooks/export.py): it runs before the site's
 // own worker.js, which is unchanged, inside a worker made from a Blob URL (export_boot.js).
 // Everything the worker would load comes from memory instead:
-// - importScripts(any URL) is answered by file name (the last path segment, query dropped)
-//   with a blob: URL the PAGE made (export_boot.js says why not one made here): the sources
-//   (protocol.js, lockdown.js…) when the worker starts, the payloads that are scripts
-//   (pyodide.js, pyodide.asm.js) in the page's SCRIPTS message;
-// - fetch(any URL) is answered by file name from the files the page sent: Pyodide's runtime,
-//   numpy, the widgets wheel and the lock as gzip payloads, unpacked here with the browser's
-//   DecompressionStream. A name the file does not hold is an error, never a request: nothing
-//   here can reach the network or the disk.
+// - importScripts(any URL) and fetch(any URL) are answered by file name (the last path
+//   segment, query dropped) from the files the page sent: worker.js and its scripts as text,
+//   Pyodide's runtime, numpy, the widgets wheel and the lock as gzip payloads, unpacked here
+//   with the browser's DecompressionStream (from the bytes: WebKit cannot read a Blob here
+//   either). A name the file does not hold is an error, never a request: nothing here can
+//   reach the network or the disk.
+// - A script is imported from a blob: URL this worker makes where the engine allows it
+//   (Chromium, Firefox), else from the one the page made for it (WebKit: export_boot.js
+//   says why); which one is found once, with an empty script.
 // - Messages that arrive before the payloads (the kernel's init) wait for them, in order.
 // - A failure says what failed: an uncaught error in a script loaded from a blob: URL reaches
 //   the page as "Script error." in some engines (WebKit), so errors are posted as messages.
@@ -16,7 +17,8 @@
 (() => {
   const { sources, scripts: startScripts, FILES, SCRIPTS, ERROR } = self.twExport;
   const files = new Map(); // name -> Uint8Array, once unpacked
-  const scripts = new Map(Object.entries(startScripts)); // name -> blob: URL (the page's), for importScripts
+  const pageScripts = new Map(Object.entries(startScripts)); // name -> blob: URL the page made
+  const ownScripts = new Map(); // name -> blob: URL made here
   const nameOf = (url) => decodeURIComponent(String(url).split(/[?#]/)[0].split("/").pop());
   const describe = (error) => (error && error.name && error.message ? `${error.name}: ${error.message}` : String(error));
   let failed = false;
@@ -29,12 +31,28 @@
   }
 
   const importOriginal = self.importScripts.bind(self);
+  const scriptURL = (bytes) => URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
+  const ownBlobsLoad = (() => {
+    try {
+      importOriginal(scriptURL(""));
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  function urlOf(name) {
+    if (!ownBlobsLoad) {
+      if (!pageScripts.has(name)) throw new TypeError(`${name}: aquest fitxer no el conté`);
+      return pageScripts.get(name);
+    }
+    if (!ownScripts.has(name)) ownScripts.set(name, scriptURL(bytesOf(name)));
+    return ownScripts.get(name);
+  }
   self.importScripts = (...urls) => {
     const names = urls.map(nameOf);
-    const missing = names.filter((name) => !scripts.has(name));
-    if (missing.length) throw new TypeError(`${missing.join(", ")}: aquest fitxer no el conté`);
+    const resolved = names.map(urlOf);
     try {
-      return importOriginal(...names.map((name) => scripts.get(name)));
+      return importOriginal(...resolved);
     } catch (error) {
       // the error of a script that failed to load or threw as it ran, with the file's name
       throw new Error(`${names.join(", ")} no s'ha pogut executar al worker (${describe(error)})`);
@@ -69,7 +87,8 @@
   };
   const filesIn = arrival();
   const scriptsIn = arrival();
-  const unpacked = Promise.all([filesIn.promise, scriptsIn.promise]);
+  scriptsIn.promise.catch(() => {}); // not waited for where this worker's own blob: URLs load
+  const unpacked = Promise.all([filesIn.promise, ownBlobsLoad || scriptsIn.promise]);
   let queue = Promise.resolve();
   self.addEventListener("message", (event) => {
     const data = event.data;
@@ -80,7 +99,7 @@
     }
     if (data && data.type === SCRIPTS) {
       if (data.error) scriptsIn.reject(new Error(data.error));
-      else scriptsIn.resolve(Object.entries(data.scripts).forEach(([name, url]) => scripts.set(name, url)));
+      else scriptsIn.resolve(Object.entries(data.scripts).forEach(([name, url]) => pageScripts.set(name, url)));
       return;
     }
     queue = queue.then(() => unpacked).then(
