@@ -40,7 +40,8 @@ def on_post_page(output: str, *, page, config, build) -> str:
     name = posixpath.basename(page.file.dest_uri)
     link = (f'<p class="tw-download"><a href="{name[:-5]}{SUFFIX}" download="{download_name(page.file.dest_uri)}">'
             "Descarrega el capítol</a>: un sol fitxer HTML amb Python inclòs, interactiu sense connexió "
-            "(obre'l amb Chrome, Edge o un altre navegador basat en Chromium).</p>")
+            "(provat amb Chromium, el motor de Chrome i Edge; Firefox ESR; i WebKitGTK, el motor de Safari, "
+            "no Safari mateix).</p>")
     return re.sub(r"(</h1>)", r"\1" + link.replace("\\", "\\\\"), output, count=1)
 
 

@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
 PAYLOAD_TYPE = "application/x-tw-payload"
 FILES_MESSAGE = "tw-export:files"
+SCRIPTS_MESSAGE = "tw-export:scripts"  # the payloads that are scripts, as blob: URLs the page made
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 POLICY = ("default-src 'self'; script-src 'wasm-unsafe-eval' blob: {hashes}; style-src 'unsafe-inline'; "
           "img-src data:; font-src 'none'; connect-src 'none'; worker-src blob:; object-src 'none'; "
@@ -209,7 +210,8 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
                         "helper.js": (tw / "helper.js").read_text()})
         boot = (HERE / "export_boot.js").read_text().replace("__EXPORT__", json.dumps({
             "sources": sources, "prelude": "export_worker.js", "entry": "worker.js",
-            "payloadType": PAYLOAD_TYPE, "FILES": FILES_MESSAGE}).replace("</", "<\\/"))
+            "payloadType": PAYLOAD_TYPE, "FILES": FILES_MESSAGE,
+            "SCRIPTS": SCRIPTS_MESSAGE}).replace("</", "<\\/"))
         # the boot goes before the first script after the title (protocol.js, then kernel.js)
         at = html.index("<script", html.index("</title>"))
         html = html[:at] + _script(boot) + html[at:]

@@ -4,21 +4,41 @@
 // site's worker.js), `tw.embedded.helper()` the kernel's helper (helper.js), and, once the
 // document is parsed, posts the worker the compressed payloads that the file carries in
 // <script type="application/x-tw-payload"> elements (base64 of gzip).
+//
+// From file:// the page's origin and its worker's are opaque, and engines disagree on whose
+// blob: URLs the worker may load: Chromium (and Firefox) load those the worker made and
+// refuse the page's ("failed to load"); WebKit (Safari's engine; WebKitGTK 2.50 here) loads
+// the page's and refuses the worker's ("NetworkError: Load failed", for importScripts and
+// fetch alike). So the page also makes a blob: URL for every script the worker may import:
+// the sources' when it starts the worker, and, unpacked here, the payloads that are scripts
+// (pyodide.js, pyodide.asm.js) in a second message (SCRIPTS); the worker uses whichever
+// kind it can load (export_worker.js).
 (() => {
   "use strict";
   const tw = (window.tw = window.tw || {});
-  const EXPORT = __EXPORT__; // {sources: {name: text}, prelude, entry, payloadType, FILES}
+  const EXPORT = __EXPORT__; // {sources: {name: text}, prelude, entry, payloadType, FILES, SCRIPTS}
 
   const elements = () => [...document.querySelectorAll(`script[type="${EXPORT.payloadType}"]`)];
 
-  /** The worker's files: every payload but those the page itself uses. */
+  const forWorker = () => elements().filter((el) => !el.dataset.urlInto);
+  const isScript = (name) => name.endsWith(".js");
+  const scriptURL = (data) => URL.createObjectURL(new Blob([data], { type: "text/javascript" }));
+
+  /** The worker's files, as they are in the file (the worker unpacks them). */
   function payloads() {
-    return elements().filter((el) => !el.dataset.urlInto).map((el) => ({ name: el.dataset.name, base64: el.textContent }));
+    return forWorker().map((el) => ({ name: el.dataset.name, base64: el.textContent }));
+  }
+
+  /** The payloads that are scripts, unpacked here: {name: blob: URL}. */
+  async function payloadScripts() {
+    const scripts = forWorker().filter((el) => isScript(el.dataset.name));
+    const urls = await Promise.all(scripts.map(async (el) => scriptURL(await unpack(el.textContent))));
+    return Object.fromEntries(scripts.map((el, i) => [el.dataset.name, urls[i]]));
   }
 
   async function unpack(base64) {
     const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64) : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-    return new Response(new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"))).blob();
+    return new Response(new Response(packed).body.pipeThrough(new DecompressionStream("gzip"))).blob();
   }
 
   /** A page-side script loaded on demand (the code panel's editor): data-url-into="ID:KEY"
@@ -35,10 +55,18 @@
   else pageScripts();
 
   function worker() {
-    const setup = `self.twExport = ${JSON.stringify({ sources: EXPORT.sources, FILES: EXPORT.FILES })};\n`;
+    const scripts = Object.fromEntries(Object.keys(EXPORT.sources).filter(isScript).map((name) => [name, scriptURL(EXPORT.sources[name])]));
+    const setup = `self.twExport = ${JSON.stringify({ sources: EXPORT.sources, scripts, FILES: EXPORT.FILES,
+                                                      SCRIPTS: EXPORT.SCRIPTS, ERROR: tw.protocol.ERROR })};\n`;
     const code = [setup, EXPORT.sources[EXPORT.prelude], EXPORT.sources[EXPORT.entry]].join("\n");
-    const w = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
-    const send = () => w.postMessage({ type: EXPORT.FILES, files: payloads() });
+    const w = new Worker(scriptURL(code));
+    const send = () => {
+      w.postMessage({ type: EXPORT.FILES, files: payloads() });
+      payloadScripts().then(
+        (urls) => w.postMessage({ type: EXPORT.SCRIPTS, scripts: urls }),
+        (error) => w.postMessage({ type: EXPORT.SCRIPTS, error: `${error.name}: ${error.message}` }),
+      );
+    };
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", send, { once: true });
     else send();
     return w;
@@ -46,7 +74,7 @@
 
   /** The kernel's helper (helper.js: the WebAssembly kernel alone, no files to load). */
   function helper() {
-    return new Worker(URL.createObjectURL(new Blob([EXPORT.sources["helper.js"]], { type: "text/javascript" })));
+    return new Worker(scriptURL(EXPORT.sources["helper.js"]));
   }
 
   tw.embedded = { worker, helper };

@@ -4,16 +4,26 @@
 // - importScripts(any URL) and fetch(any URL) are answered by file name (the last path
 //   segment, query dropped) from the files the page sent: worker.js and its scripts as text,
 //   Pyodide's runtime, numpy, the widgets wheel and the lock as gzip payloads, unpacked here
-//   with the browser's DecompressionStream. A name the file does not hold is an error, never
-//   a request: nothing here can reach the network or the disk.
+//   with the browser's DecompressionStream (from the bytes: WebKit cannot read a Blob here
+//   either). A name the file does not hold is an error, never a request: nothing here can
+//   reach the network or the disk.
+// - A script is imported from a blob: URL this worker makes where the engine allows it
+//   (Chromium, Firefox), else from the one the page made for it (WebKit: export_boot.js
+//   says why); which one is found once, with an empty script.
 // - Messages that arrive before the payloads (the kernel's init) wait for them, in order.
+// - A failure says what failed: an uncaught error in a script loaded from a blob: URL reaches
+//   the page as "Script error." in some engines (WebKit), so errors are posted as messages.
 "use strict";
 (() => {
-  const { sources, FILES } = self.twExport; // name -> text; the files message's type
+  const { sources, scripts: startScripts, FILES, SCRIPTS, ERROR } = self.twExport;
   const files = new Map(); // name -> Uint8Array, once unpacked
-  const scripts = new Map(); // name -> blob: URL, for importScripts
+  const pageScripts = new Map(Object.entries(startScripts)); // name -> blob: URL the page made
+  const ownScripts = new Map(); // name -> blob: URL made here
   const send = self.postMessage.bind(self); // worker.js's lock-down takes self.postMessage away
   const nameOf = (url) => decodeURIComponent(String(url).split(/[?#]/)[0].split("/").pop());
+  const describe = (error) => (error && error.name && error.message ? `${error.name}: ${error.message}` : String(error));
+  let failed = false;
+  const fail = (message) => failed || ((failed = true), send({ type: ERROR, message }));
 
   function bytesOf(name) {
     if (Object.hasOwn(sources, name)) return new TextEncoder().encode(sources[name]);
@@ -22,42 +32,80 @@
   }
 
   const importOriginal = self.importScripts.bind(self);
-  self.importScripts = (...urls) =>
-    importOriginal(...urls.map((url) => {
-      const name = nameOf(url);
-      if (!scripts.has(name)) scripts.set(name, URL.createObjectURL(new Blob([bytesOf(name)], { type: "text/javascript" })));
-      return scripts.get(name);
-    }));
+  const scriptURL = (bytes) => URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
+  const ownBlobsLoad = (() => {
+    try {
+      importOriginal(scriptURL(""));
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  function urlOf(name) {
+    if (!ownBlobsLoad) {
+      if (!pageScripts.has(name)) throw new TypeError(`${name}: aquest fitxer no el conté`);
+      return pageScripts.get(name);
+    }
+    if (!ownScripts.has(name)) ownScripts.set(name, scriptURL(bytesOf(name)));
+    return ownScripts.get(name);
+  }
+  self.importScripts = (...urls) => {
+    const names = urls.map(nameOf);
+    const resolved = names.map(urlOf);
+    try {
+      return importOriginal(...resolved);
+    } catch (error) {
+      // the error of a script that failed to load or threw as it ran, with the file's name
+      throw new Error(`${names.join(", ")} no s'ha pogut executar al worker (${describe(error)})`);
+    }
+  };
   self.fetch = async (input) => {
     const name = nameOf(input && typeof input === "object" && "url" in input ? input.url : input);
     const type = name.endsWith(".wasm") ? "application/wasm" : name.endsWith(".json") ? "application/json" : "application/octet-stream";
     return new Response(bytesOf(name), { status: 200, headers: { "Content-Type": type } });
   };
-  self.importScripts("protocol.js");
-  const P = self.tw.protocol;
+  try {
+    self.importScripts("protocol.js");
+  } catch (error) {
+    fail(error.message);
+    throw error;
+  }
 
   async function unpack({ name, base64 }) {
     const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64) : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-    const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
+    // from the bytes, not through a Blob: WebKit cannot read a Blob in this worker either
+    const stream = new Response(packed).body.pipeThrough(new DecompressionStream("gzip"));
     files.set(name, new Uint8Array(await new Response(stream).arrayBuffer()));
   }
 
   // worker.js sets self.onmessage: keep its handler and call it once the payloads are in
   let handler = null;
   Object.defineProperty(self, "onmessage", { configurable: true, get: () => handler, set: (fn) => (handler = fn) });
-  let arrived;
-  const unpacked = new Promise((resolve) => (arrived = resolve));
-  let failed = false;
+  const arrival = () => {
+    let settle;
+    const promise = new Promise((resolve, reject) => (settle = { resolve, reject }));
+    return { promise, ...settle };
+  };
+  const filesIn = arrival();
+  const scriptsIn = arrival();
+  scriptsIn.promise.catch(() => {}); // not waited for where this worker's own blob: URLs load
+  const unpacked = Promise.all([filesIn.promise, ownBlobsLoad || scriptsIn.promise]);
   let queue = Promise.resolve();
   self.addEventListener("message", (event) => {
-    if (event.data && event.data.type === FILES) {
-      send({ type: P.PROGRESS, message: "Desempaquetant Python del fitxer…", fraction: 0.02 });
-      arrived(Promise.all(event.data.files.map(unpack)));
+    const data = event.data;
+    if (data && data.type === FILES) {
+      send({ type: self.tw.protocol.PROGRESS, message: "Desempaquetant Python del fitxer…", fraction: 0.02 });
+      filesIn.resolve(Promise.all(data.files.map(unpack)));
+      return;
+    }
+    if (data && data.type === SCRIPTS) {
+      if (data.error) scriptsIn.reject(new Error(data.error));
+      else scriptsIn.resolve(Object.entries(data.scripts).forEach(([name, url]) => pageScripts.set(name, url)));
       return;
     }
     queue = queue.then(() => unpacked).then(
       () => handler && void handler(event),
-      (error) => failed || ((failed = true), send({ type: P.ERROR, message: `desempaquetant: ${error.message}` })),
+      (error) => fail(`desempaquetant: ${describe(error)}`),
     );
   });
 })();

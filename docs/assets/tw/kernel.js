@@ -58,7 +58,13 @@
       this.worker.onmessage = (event) => this.receive(event.data);
       this.worker.onerror = (event) => {
         event.preventDefault();
-        this.fail(new BootError("boot", event.message || "el worker no arrenca"));
+        // An uncaught error of a script from another origin (a blob: URL of a file:// page, in
+        // WebKit) reaches the page as "Script error.", its cause hidden: the worker then posts
+        // the cause itself (export_worker.js), so that message is waited for a moment first.
+        const hidden = !event.message || /^(Uncaught )?Script error\.?$/.test(event.message);
+        const failure = new BootError("boot", hidden ? "el worker s'ha aturat; el navegador no en diu la causa" : event.message);
+        if (hidden) setTimeout(() => this.fail(failure), 1000);
+        else this.fail(failure);
       };
       this.timer = setTimeout(() => this.loaded || this.fail(new BootError("timeout", "timeout")), BOOT_TIMEOUT_MS);
       const runtime = new URL(config.runtime, ROOT);

@@ -1,0 +1,272 @@
+"""Firefox ESR and WebKitGTK behind one small interface, for tests/test_engines.py and
+benchmarks/engines.py (Chromium keeps Playwright: tests/conftest.py).
+
+- Firefox: Debian's `firefox-esr`, driven by puppeteer-core (npm, pinned by
+  tests/engines/package-lock.json, installed by `./dev test`) over WebDriver BiDi, through a
+  small node bridge (tests/engines/firefox.mjs). Console errors come from the engine.
+- WebKit: Debian's `webkit2gtk-driver` (WebKitWebDriver) driving the MiniBrowser of
+  `libwebkit2gtk-4.1-0` through Selenium's `webdriver.WebKitGTK`, under Xvfb (`xvfb-run`, or
+  a display already there). WebKitGTK is Safari's engine family, not Safari: iOS memory
+  limits and Safari-only quirks do not reproduce here. Its WebDriver has neither BiDi nor a
+  log endpoint, so console errors are caught in the page by PROBE (console.error, uncaught
+  errors and rejections, CSP violations, failed loads), which the test server puts first in
+  each page it serves (`with_probe`), and `single_file_with_probe` into a copy of a single file.
+
+Both send every request that leaves 127.0.0.1 to a recording proxy on 127.0.0.1 (`Recorder`):
+a page that makes no request off its origin leaves it empty. Everything runs in the page as
+JavaScript (`js`): the same checks, in the same words, in every engine.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent / "engines"
+MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
+ENGINES = ("firefox", "webkit")
+
+PROBE = """(() => {
+  const seen = (window.__twErrors = window.__twErrors || []);
+  const say = (what) => seen.push(String(what));
+  const error = console.error;
+  console.error = function (...args) { say(args.map(String).join(" ")); return error.apply(this, args); };
+  addEventListener("error", (e) => say(e.message ? `uncaught: ${e.message}`
+    : `failed to load: ${e.target && (e.target.src || e.target.href || e.target.tagName)}`), true);
+  addEventListener("unhandledrejection", (e) => say(`unhandled rejection: ${e.reason && e.reason.message || e.reason}`));
+  document.addEventListener("securitypolicyviolation", (e) => say(`CSP ${e.violatedDirective}: ${e.blockedURI}`));
+})();"""
+PROBE_PATH = "/__tw_probe.js"
+
+
+def firefox_binary() -> str | None:
+    return os.environ.get("TEXTBOOK_FIREFOX") or shutil.which("firefox-esr") or shutil.which("firefox")
+
+
+def missing(engine: str) -> str | None:
+    """Why `engine` cannot run here, in words that say what to install; None if it can."""
+    if engine == "firefox":
+        if not firefox_binary():
+            return "no firefox-esr on PATH (apt-get install firefox-esr; ./dev test installs it when root)"
+        if not shutil.which("node"):
+            return "no node to run puppeteer-core (apt-get install nodejs npm)"
+        if not (HERE / "node_modules" / "puppeteer-core").is_dir():
+            return "no puppeteer-core in tests/engines/node_modules (./dev test runs npm ci there)"
+        return None
+    if engine == "webkit":
+        try:
+            import selenium  # noqa: F401
+        except ImportError:
+            return "no selenium in .venv (pip install -e '.[test]')"
+        if not shutil.which("WebKitWebDriver"):
+            return "no WebKitWebDriver on PATH (apt-get install webkit2gtk-driver)"
+        if not Path(MINIBROWSER).exists():
+            return f"no {MINIBROWSER} (apt-get install libwebkit2gtk-4.1-0)"
+        if not os.environ.get("DISPLAY") and not shutil.which("Xvfb"):
+            return "no display and no Xvfb for WebKitGTK (apt-get install xvfb)"
+        return None
+    raise ValueError(engine)
+
+
+class Recorder:
+    """A proxy on 127.0.0.1 that forwards nothing: it records each request sent to it (every
+    request the engine makes off 127.0.0.1) and answers 403."""
+
+    def __init__(self):
+        hits = self.hits = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self):
+                hits.append(f"{self.command} {self.path}")
+                self.send_response(403)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = do_HEAD = do_PUT = do_OPTIONS = do_CONNECT = answer
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.httpd.server_port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+class Engine:
+    """One browser session of one engine: one page, driven by JavaScript run in it."""
+
+    name = ""
+
+    def goto(self, url: str) -> None: ...
+    def reload(self) -> None: ...
+    def js(self, code: str, *args):
+        """The value of `code`, a JavaScript function (async or not), called with `args`."""
+    def errors(self) -> list[str]: ...
+    def close(self) -> None: ...
+    version = ""
+
+    def call_source(self, code: str, args) -> str:
+        return f"({code})(...{json.dumps(list(args))})"
+
+    def wait(self, code: str, *args, timeout: float = 90, poll: float = 0.1):
+        """Until `code` (a function of `args`) returns something true; that value."""
+        end = time.monotonic() + timeout
+        while True:
+            value = self.js(code, *args)
+            if value:
+                return value
+            if time.monotonic() > end:
+                raise TimeoutError(f"{self.name}: not true after {timeout:.0f} s: {code[:200]}")
+            time.sleep(poll)
+
+
+class Firefox(Engine):
+    name = "firefox"
+
+    def __init__(self, proxy: str):
+        options = {"executablePath": firefox_binary(), "proxy": proxy}
+        # release builds read services.settings.server (firefox.mjs) only with this set
+        env = {**os.environ, "MOZ_REMOTE_SETTINGS_DEVTOOLS": "1"}
+        self.proc = subprocess.Popen(["node", str(HERE / "firefox.mjs"), json.dumps(options)], cwd=HERE, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.next = 0
+        hello = self.proc.stdout.readline()
+        if not hello:
+            raise EngineError(f"firefox did not start: {self.proc.stderr.read()[-2000:]}")
+        self.version = json.loads(hello)["ok"]
+
+    def _send(self, cmd: str, **fields):
+        self.next += 1
+        self.proc.stdin.write(json.dumps({"id": self.next, "cmd": cmd, **fields}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise EngineError(f"firefox bridge ended: {self.proc.stderr.read()[-2000:]}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise EngineError(f"firefox {cmd}: {reply['error']}")
+        return reply["ok"]
+
+    def goto(self, url):
+        self._send("goto", url=url)
+
+    def reload(self):
+        self._send("reload")
+
+    def js(self, code, *args):
+        return self._send("eval", code=self.call_source(code, args))
+
+    def errors(self):
+        return self._send("errors")
+
+    def close(self):
+        try:
+            self._send("close")
+        except EngineError:
+            pass
+        self.proc.wait(timeout=30)
+
+
+class WebKit(Engine):
+    name = "webkit"
+
+    def __init__(self, proxy: str):
+        from selenium import webdriver
+        from selenium.webdriver.webkitgtk.options import Options
+        from selenium.webdriver.webkitgtk.service import Service
+
+        self.xvfb = None
+        env = dict(os.environ)
+        if not env.get("DISPLAY"):
+            self.xvfb, env["DISPLAY"] = start_xvfb()
+        options = Options()
+        options.binary_location = MINIBROWSER
+        for arg in (f"--proxy=http://{proxy}", "--ignore-host=127.0.0.1", "--automation"):
+            options.add_argument(arg)
+        self.driver = webdriver.WebKitGTK(options=options, service=Service(executable_path=shutil.which("WebKitWebDriver"), env=env))
+        self.driver.set_script_timeout(300)
+        self.driver.set_page_load_timeout(120)
+        self.version = "WebKitGTK " + self.driver.capabilities.get("browserVersion", "?")
+        self.seen: list[str] = []
+
+    def _harvest(self):
+        try:
+            self.seen += self.driver.execute_script("return window.__twErrors ? window.__twErrors.splice(0) : []")
+        except Exception:  # noqa: BLE001 - no page yet
+            pass
+
+    def goto(self, url):
+        self._harvest()
+        self.driver.get(url)
+
+    def reload(self):
+        self._harvest()
+        self.driver.refresh()
+
+    def js(self, code, *args):
+        reply = self.driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            f"Promise.resolve().then(() => {self.call_source(code, args)})"
+            ".then((ok) => done({ok: ok === undefined ? null : ok}), (e) => done({error: String(e && e.message || e)}));")
+        if "error" in reply:
+            raise EngineError(f"webkit: {reply['error']}")
+        return reply["ok"]
+
+    def errors(self):
+        self._harvest()
+        return list(self.seen)
+
+    def close(self):
+        self.driver.quit()
+        if self.xvfb:
+            self.xvfb.terminate()
+            self.xvfb.wait(timeout=10)
+
+
+def start_xvfb():
+    """An Xvfb of our own on a free display number: (process, ":N")."""
+    for n in range(90, 140):
+        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
+            proc = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(50):
+                if Path(f"/tmp/.X11-unix/X{n}").exists():
+                    return proc, f":{n}"
+                time.sleep(0.1)
+            proc.terminate()
+    raise EngineError("Xvfb did not start")
+
+
+def launch(engine: str, proxy: str) -> Engine:
+    return {"firefox": Firefox, "webkit": WebKit}[engine](proxy)
+
+
+def with_probe(html: bytes) -> bytes:
+    """A page with PROBE's script first in <head> (from PROBE_PATH: the page's CSP allows 'self')."""
+    return html.replace(b"<head>", b'<head><script src="' + PROBE_PATH.encode() + b'"></script>', 1)
+
+
+def single_file_with_probe(src: Path, dest: Path) -> None:
+    """A copy of a single-file chapter with PROBE inline first in <head>, its hash in the CSP."""
+    html = src.read_text()
+    digest = "'sha256-" + base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode() + "'"
+    html, n = re.subn(r"(<meta http-equiv=\"Content-Security-Policy\" content=\"[^\"]*script-src )", rf"\1{digest} ", html, count=1)
+    assert n == 1, "the single file's CSP names script-src"
+    dest.write_text(html.replace("<head>", f"<head><script>{PROBE}</script>", 1))
