@@ -39,10 +39,12 @@ def costs(slots: int) -> tuple[float, float]:
     """(ms per decode iteration, ms per prefill token), from the serving roofline.
 
     An iteration costs the step of a full batch at the typical context (prompt + median
-    answer): the weights dominate, so a half-empty batch costs about the same (§1).
+    answer): the weights dominate, so a half-empty batch costs about the same (§1). A prefill
+    token costs the slope of the TTFT between the two prompt sizes the queue holds (attention
+    makes the TTFT grow faster than linearly: the chord between the two is what they cost).
     """
     decode_ms = 1e3 * decode_step(SETUP, slots, PROMPT + OUT_MEDIAN)
-    per_token = 1e3 * (ttft(SETUP, 2 * LONG_PROMPT) - ttft(SETUP, LONG_PROMPT)) / LONG_PROMPT  # the slope
+    per_token = 1e3 * (ttft(SETUP, LONG_PROMPT) - ttft(SETUP, PROMPT)) / (LONG_PROMPT - PROMPT)  # the chord
     return decode_ms, per_token
 
 
