@@ -152,3 +152,13 @@ def test_a_small_pool_bounds_the_batch_and_serves_everyone(blocks):
 def test_a_request_larger_than_the_pool_is_refused():
     with pytest.raises(ValueError, match="needs 3 KV blocks alone; the pool has 2"):
         simulate(_pair(6), 2, True, 1.0, 0.0, kv_blocks=2, block_tokens=4)
+
+
+def test_the_widget_default_memory_never_binds_and_a_small_pool_does():
+    v = run("batching").values
+    assert v["continuous_preemptions"] == v["static_preemptions"] == 0 and not v["memory_bound"]
+    assert v["continuous_max_running"] == 8
+    small = run("batching", {"slots": 64, "kv_memory": "1"}).values
+    assert small["memory_bound"] and small["continuous_max_running"] < 64
+    assert small["continuous_preemptions"] > 0 and small["continuous_recomputed_tokens"] > 0
+    assert small["kv_tokens"] == small["kv_blocks"] * 16

@@ -55,10 +55,14 @@ def critical_batch(s: Setup, context: int = 0) -> float:
     return hi
 
 
+def cache_memory(s: Setup) -> float:
+    """Bytes left for the KV cache: the engine's share of memory minus every weight (negative: they do not fit)."""
+    return MEMORY_SHARE * s.memory - counts(s.m).total * FORMATS[s.weights].nbytes
+
+
 def batch_in_memory(s: Setup, context: int) -> int:
     """Sequences of `context` tokens whose cache fits beside all the weights (0: the weights do not fit)."""
-    weights = counts(s.m).total * FORMATS[s.weights].nbytes
-    free = MEMORY_SHARE * s.memory - weights
+    free = cache_memory(s)
     per_seq = max(context, 1) * kv_bytes_per_token(s.m, s.cache)
     return max(0, math.floor(free / per_seq))
 
