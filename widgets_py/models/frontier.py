@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..engine import fmt
 from .numformats import FORMATS
 from .hardware import counts
 from .serving import Setup, attention_flops_per_pair, decode_step, flops_per_token, kv_bytes_per_token, params_read
@@ -58,6 +59,13 @@ def critical_batch(s: Setup, context: int = 0) -> float:
 def cache_memory(s: Setup) -> float:
     """Bytes left for the KV cache: the engine's share of memory minus every weight (negative: they do not fit)."""
     return MEMORY_SHARE * s.memory - counts(s.m).total * FORMATS[s.weights].nbytes
+
+
+def critical_values(b: float, key: str) -> dict:
+    """A critical batch as a widget's outputs: the number (0 when there is none) and a Catalan text."""
+    finite = math.isfinite(b)
+    text = fmt.number(b) if finite else "cap: el pas espera la memòria amb qualsevol lot"
+    return {key: b if finite else 0, f"{key}_exists": finite, f"{key}_text": text}
 
 
 def batch_in_memory(s: Setup, context: int) -> int:
