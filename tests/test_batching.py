@@ -83,3 +83,82 @@ def test_static_admits_only_into_an_empty_batch():
 def test_seeded_and_deterministic():
     assert run("batching", {"seed": 3}).values == run("batching", {"seed": 3}).values
     assert run("batching", {"seed": 3}).values != run("batching", {"seed": 4}).values
+
+
+# --- KV blocks: vLLM V1's scheduler (vllm/v1/core/sched/scheduler.py) ------------------------------
+# Running requests get their blocks first, in admission order; when `allocate_slots` finds none,
+# `preempted_req = self.running.pop()` (the last admitted) loses its blocks and
+# `num_computed_tokens = 0` (recompute), goes back with `waiting.prepend_request`, and no waiting
+# request is scheduled in that step (`if not preempted_reqs`). Hand traces, blocks of 4 tokens.
+
+def _pair(output: int) -> list[Request]:
+    return [Request(0, 0.0, 4, output), Request(1, 0.0, 4, output)]
+
+
+def test_a_trace_where_preemption_must_happen():
+    # two prompts of 4 tokens, 6 tokens each: the longest cache is 4 + 6 - 1 = 9 tokens, 3 blocks
+    # each, 6 in all; a pool of 4 runs out at iteration 5, when request 0 writes its 9th token.
+    run = simulate(_pair(6), 2, True, 1.0, 0.0, kv_blocks=4, block_tokens=4)
+    a, b = run.requests
+    assert (a.preemptions, b.preemptions) == (0, 1)  # the last admitted goes, not the one that needs the block
+    assert b.recomputed_tokens == 8  # its 4 prompt tokens and 4 of its 5 written ones were cached
+    assert a.finish_iter == 6  # request 0 never waits
+    # request 1 comes back when request 0 frees its blocks (iteration 6), prefills 4 + 5 tokens in
+    # one pass (iteration 7), whose token is its 6th and last
+    assert b.start_iter == 6 and b.finish_iter == 7 and run.iterations == 7
+    assert run.preemptions == 1 and run.peak_blocks == 4
+    assert sum(c for _, c in run.gaps) == 2 * 5  # every token after the first once, the wait included
+
+
+def test_a_trace_where_preemption_must_not_happen():
+    # the same pair in 6 blocks: exactly what both need at their longest; nothing is preempted
+    # and the run is the unbounded one, iteration for iteration
+    tight = simulate(_pair(6), 2, True, 1.0, 0.0, kv_blocks=6, block_tokens=4)
+    free = simulate(_pair(6), 2, True, 1.0, 0.0)
+    assert tight.preemptions == 0 and tight.peak_blocks == 6
+    assert [r.to_dict() for r in tight.requests] == [r.to_dict() for r in free.requests]
+
+
+def test_admission_waits_for_blocks_not_slots():
+    # prompts of 8 tokens (2 blocks), 2 tokens each (longest cache 9: 3 blocks), a pool of 3: the
+    # second request has a free slot but not its 2 blocks until the first one finishes
+    reqs = [Request(0, 0.0, 8, 2), Request(1, 0.0, 8, 2)]
+    run = simulate(reqs, 2, True, 1.0, 0.0, kv_blocks=3, block_tokens=4)
+    assert run.preemptions == 0 and run.max_running == 1
+    assert [r.start_iter for r in run.requests] == [0, 2] and [r.finish_iter for r in run.requests] == [2, 4]
+
+
+def test_infinite_memory_is_the_slot_only_run():
+    # negative control: an unbounded pool and an ample one give today's run, bit for bit
+    reqs = workload(80, 1.0, 5.0, seed=3, long_share=0.2)
+    decode_ms, prefill_ms = costs(16)
+    for chunk in (None, 512):
+        free = simulate(reqs, 16, True, decode_ms, prefill_ms, chunk)
+        ample = simulate(reqs, 16, True, decode_ms, prefill_ms, chunk, kv_blocks=10**7)
+        assert [r.to_dict() for r in ample.requests] == [r.to_dict() for r in free.requests]
+        assert ample.gaps == free.gaps and ample.end_ms == free.end_ms and ample.preemptions == 0
+
+
+@pytest.mark.parametrize("blocks", [400, 800, 1600])
+def test_a_small_pool_bounds_the_batch_and_serves_everyone(blocks):
+    reqs = workload(60, 1.0, 0.0, seed=1, long_share=0.2)
+    decode_ms, prefill_ms = costs(32)
+    run = simulate(reqs, 32, True, decode_ms, prefill_ms, 512, kv_blocks=blocks)
+    assert run.peak_blocks <= blocks and run.max_running < 32
+    assert all(r.finish_iter > 0 for r in run.requests)
+    assert sum(c for _, c in run.gaps) == sum(r.output - 1 for r in run.requests)
+
+
+def test_a_request_larger_than_the_pool_is_refused():
+    with pytest.raises(ValueError, match="needs 3 KV blocks alone; the pool has 2"):
+        simulate(_pair(6), 2, True, 1.0, 0.0, kv_blocks=2, block_tokens=4)
+
+
+def test_the_widget_default_memory_never_binds_and_a_small_pool_does():
+    v = run("batching").values
+    assert v["continuous_preemptions"] == v["static_preemptions"] == 0 and not v["memory_bound"]
+    assert v["continuous_max_running"] == 8
+    small = run("batching", {"slots": 64, "kv_memory": "1"}).values
+    assert small["memory_bound"] and small["continuous_max_running"] < 64
+    assert small["continuous_preemptions"] > 0 and small["continuous_recomputed_tokens"] > 0
+    assert small["kv_tokens"] == small["kv_blocks"] * 16

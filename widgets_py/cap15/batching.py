@@ -4,6 +4,10 @@ Costs come from `serving` for Llama 3 8B in bf16 on one H100 SXM: a decode itera
 the step of a full batch of `slots` sequences at a typical context, and each prefill
 token adds the slope of the prefill time. The simulator itself is `batching_sim.simulate`.
 
+Memory is a pool of KV blocks (`kv_blocks`, 16 tokens each, vLLM's default): by default the
+H100's memory left beside the weights, which this queue never fills; a smaller pool bounds the
+batch before the slots do, and the scheduler preempts (by recompute) when it runs out.
+
 Chunked prefill is measured as SARATHI-Serve measures it: under sustained load (Poisson
 arrivals), with a share of long prompts, the p99 of the time between two tokens of the
 running answers; and its price, the long prompts' own time to first token.
@@ -18,12 +22,14 @@ import numpy as np
 from ..engine import fmt
 from ..models import pretrained
 from ..models.batching_sim import Request, Run, simulate
+from ..models.frontier import cache_memory
+from ..models.kv_blocks import BLOCK_TOKENS
 from ..models.hardware import MODELS
 from ..models.lengths import long_tail
 from ..models.quantiles import median
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
-from ..models.serving import Setup, decode_step, ttft
+from ..models.serving import Setup, decode_step, kv_bytes_per_token, ttft
 from ..engine.svg import Plot
 
 SETUP = Setup("llama-3-8b", "h100-80gb", "bf16", "bf16")  # the served model, GPU and formats
@@ -33,16 +39,30 @@ OUT_MEDIAN, OUT_SIGMA, OUT_MIN, OUT_MAX = 50, 1.4, 8, 390  # output law: many sh
 SUSTAINED_GAP_MS = 40.0  # mean arrival gap of the chunked-prefill scenario: the batch stays busy
 SLOT_SWEEP = (1, 2, 4, 8, 16, 32, 64)
 assert LONG_PROMPT + OUT_MAX <= MODELS[SETUP.model].max_context  # every request fits the model
+BLOCK_BYTES = BLOCK_TOKENS * kv_bytes_per_token(SETUP.m, SETUP.cache)  # one block of cache: 16 tokens
+KV_MEMORY = (("all", "la que deixen els pesos"), ("8", "8 GB"), ("4", "4 GB"), ("2", "2 GB"),
+             ("1", "1 GB"))  # GB of the H100 given to the cache; 1 GB still holds the longest request
+
+
+def kv_blocks(kv_memory: str) -> int:
+    """Blocks in the pool: a share of the GPU's memory, or all the engine leaves beside the weights."""
+    nbytes = cache_memory(SETUP) if kv_memory == "all" else float(kv_memory) * 1e9
+    return int(nbytes // BLOCK_BYTES)
+
+
+assert kv_blocks("1") * BLOCK_TOKENS >= LONG_PROMPT + OUT_MAX  # the smallest pool holds any one request
 
 
 def costs(slots: int) -> tuple[float, float]:
     """(ms per decode iteration, ms per prefill token), from the serving roofline.
 
     An iteration costs the step of a full batch at the typical context (prompt + median
-    answer): the weights dominate, so a half-empty batch costs about the same (§1).
+    answer): the weights dominate, so a half-empty batch costs about the same (§1). A prefill
+    token costs the slope of the TTFT between the two prompt sizes the queue holds (attention
+    makes the TTFT grow faster than linearly: the chord between the two is what they cost).
     """
     decode_ms = 1e3 * decode_step(SETUP, slots, PROMPT + OUT_MEDIAN)
-    per_token = 1e3 * (ttft(SETUP, 2 * LONG_PROMPT) - ttft(SETUP, LONG_PROMPT)) / LONG_PROMPT  # the slope
+    per_token = 1e3 * (ttft(SETUP, LONG_PROMPT) - ttft(SETUP, PROMPT)) / (LONG_PROMPT - PROMPT)  # the chord
     return decode_ms, per_token
 
 
@@ -56,16 +76,16 @@ def workload(n: int, variability: float, gap_ms: float, seed: int, long_share: f
     return [Request(i, float(arrivals[i]), LONG_PROMPT if long[i] else PROMPT, int(outputs[i])) for i in range(n)]
 
 
-def served(queue: list[Request], slots: int, continuous: bool) -> Run:
+def served(queue: list[Request], slots: int, continuous: bool, blocks: int | None = None) -> Run:
     """One run of the queue (simulate() copies it: one drawing serves every run of a change)."""
     decode_ms, prefill_ms = costs(slots)
-    return simulate(queue, slots, continuous, decode_ms, prefill_ms)
+    return simulate(queue, slots, continuous, decode_ms, prefill_ms, kv_blocks=blocks, block_tokens=BLOCK_TOKENS)
 
 
-def sustained(queue: list[Request], slots: int, chunk: int | None) -> Run:
+def sustained(queue: list[Request], slots: int, chunk: int | None, blocks: int | None = None) -> Run:
     """The chunked-prefill scenario: continuous batching under load, long prompts mixed in."""
     decode_ms, prefill_ms = costs(slots)
-    return simulate(queue, slots, True, decode_ms, prefill_ms, chunk)
+    return simulate(queue, slots, True, decode_ms, prefill_ms, chunk, kv_blocks=blocks, block_tokens=BLOCK_TOKENS)
 
 
 def long_ttft_s(run: Run) -> float:
@@ -84,13 +104,14 @@ class State:
 
 
 def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, chunked: bool,
-             chunk_tokens: int, long_pct: int, seed: int) -> State:
+             chunk_tokens: int, long_pct: int, kv_memory: str, seed: int) -> State:
     decode_ms, prefill_ms = costs(slots)
+    blocks = kv_blocks(kv_memory)
     queue = workload(requests, variability / 100, float(arrival_gap_ms), seed)  # drawn once, run 14 times
-    runs = {False: served(queue, slots, False), True: served(queue, slots, True)}
+    runs = {False: served(queue, slots, False, blocks), True: served(queue, slots, True, blocks)}
     static, cont = runs[False].metrics(slots), runs[True].metrics(slots)
     load = workload(requests, variability / 100, SUSTAINED_GAP_MS, seed, long_pct / 100)
-    whole_run, chunk_run = sustained(load, slots, None), sustained(load, slots, chunk_tokens)
+    whole_run, chunk_run = sustained(load, slots, None, blocks), sustained(load, slots, chunk_tokens, blocks)
     whole, chunk = whole_run.metrics(slots), chunk_run.metrics(slots)
     current = chunk if chunked else whole
     outputs = [r.output for r in runs[True].requests]
@@ -107,12 +128,17 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
         "long_ttft_whole_s": long_ttft_s(whole_run), "long_ttft_chunked_s": long_ttft_s(chunk_run),
         "long_requests": sum(r.prompt == LONG_PROMPT for r in whole_run.requests),
         "long_prompt": LONG_PROMPT, "sustained_gap_ms": SUSTAINED_GAP_MS,
+        "kv_blocks": blocks, "kv_tokens": blocks * BLOCK_TOKENS, "block_tokens": BLOCK_TOKENS,
+        "memory_bound": cont["max_running"] < min(slots, requests),
+        "preemptions_whole": whole["preemptions"], "preemptions_chunked": chunk["preemptions"],
+        "recomputed_whole": whole["recomputed_tokens"], "recomputed_chunked": chunk["recomputed_tokens"],
+        "max_running_whole": whole["max_running"],
     }
     # a staged compute (engine.widget.Partial): the sweep of slot counts, two runs each, comes
     # last; it depends on the queue alone, so moving the slots (or the chunked-prefill
     # controls) finds it kept (pretrained.derived: a simulation, dropped with the weights
     # only to be run again)
-    sweep = ("batching.sweep", requests, variability, arrival_gap_ms, seed)
+    sweep = ("batching.sweep", requests, variability, arrival_gap_ms, kv_memory, seed)
     if pretrained.has_derived(sweep):
         return State(runs=runs, gains=pretrained.derived(sweep, None), values=values)
     gains: list[float] = []
@@ -120,13 +146,13 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
         if s != slots and len(gains) % 3 == 0:
             yield Partial(State(runs=runs, gains=list(gains), values=values), 0.4 + 0.6 * len(gains) / len(SLOT_SWEEP),
                           "el guany per a cada nombre de ranures")
-        gains.append(gain_at(queue, s, slots, runs))
+        gains.append(gain_at(queue, s, slots, runs, blocks))
     return State(runs=runs, gains=pretrained.derived(sweep, lambda: gains), values=values)
 
 
-def gain_at(queue: list[Request], s: int, slots: int, runs: dict) -> float:
+def gain_at(queue: list[Request], s: int, slots: int, runs: dict, blocks: int | None = None) -> float:
     """The gain at `s` slots of the sweep; the chosen count (`slots`) reuses `runs`."""
-    pair = runs if s == slots else {c: served(queue, s, c) for c in (False, True)}
+    pair = runs if s == slots else {c: served(queue, s, c, blocks) for c in (False, True)}
     return pair[True].throughput() / pair[False].throughput()
 
 
@@ -153,10 +179,16 @@ def _grid(p: dict, state: State) -> str:
             cls = "tw-slot-used" if r.id % 2 else "tw-slot-used2"
             plot.parts.append(f'<rect class="{cls}" x="{x0}" y="{y0 + r.slot * row_h:.2f}" '
                               f'width="{max(x1 - x0, 0.5):.2f}" height="{max(row_h - 0.6, 1):.2f}"/>')
+        for slot, first, last in state.runs[continuous].evicted:  # stays cut short by a preemption
+            x0, x1 = plot.x(first), plot.x(last)
+            plot.parts.append(f'<rect class="tw-bar tw-s1" x="{x0}" y="{y0 + slot * row_h:.2f}" '
+                              f'width="{max(x1 - x0, 0.5):.2f}" height="{max(row_h - 0.6, 1):.2f}"/>')
     plot.text((plot.left + plot.width - plot.right) / 2, plot.height - 8, "iteracions", "middle", "tw-label")
+    evicted = (f" En continu, {fmt.number(v['continuous_preemptions'])} peticions han perdut el seu cache per falta "
+               "de blocs (en vermell, l'estada interrompuda)." if v["continuous_preemptions"] else "")
     return plot.render("Les ranures del lot, iteració a iteració",
                        f"Ranures ocupades (ple) i ocioses (buit): estàtic {fmt.percent(v['static_idle'])} "
-                       f"ocioses, continu {fmt.percent(v['continuous_idle'])}.")
+                       f"ocioses, continu {fmt.percent(v['continuous_idle'])}." + evicted)
 
 
 def _figure(p: dict, state: State) -> tuple[str, str]:
@@ -164,7 +196,7 @@ def _figure(p: dict, state: State) -> tuple[str, str]:
     # the slot grid is the same at every stage of a change (the runs at the chosen slots):
     # drawn once (kept as the sweep is)
     grid = pretrained.derived(("batching.grid", p["slots"], p["requests"], p["variability"], p["arrival_gap_ms"],
-                               p["seed"]), lambda: _grid(p, state))
+                               p["kv_memory"], p["seed"]), lambda: _grid(p, state))
     top = max(4.5, max(gains, default=0) * 1.1)
     plot = Plot(height=240).scales((1, 64), (0, top), xlog=True)
     plot.axes(SLOT_SWEEP, [t for t in range(0, int(top) + 1)], "ranures del lot (escala log)", "guany (×)",
@@ -181,6 +213,9 @@ def _figure(p: dict, state: State) -> tuple[str, str]:
                         "Guany per a " + ", ".join(f"{s}: {fmt.with_unit(g, 2, '×')}" for s, g in zip(SLOT_SWEEP, gains)))
     alt = (f"Guany de {fmt.with_unit(v['gain'], 2, '×')} amb {p['slots']} ranures: ranures ocioses "
            f"{fmt.percent(v['static_idle'])} en estàtic i {fmt.percent(v['continuous_idle'])} en continu.")
+    if v["memory_bound"]:
+        alt += (f" La memòria del cache ({fmt.number(v['kv_blocks'])} blocs) limita el lot continu a "
+                f"{v['continuous_max_running']} peticions alhora, i n'ha expulsat {fmt.number(v['continuous_preemptions'])}.")
     return grid + curve, alt
 
 
@@ -196,8 +231,14 @@ def _tables(p: dict, state: State) -> str:
         f"<td>{fmt.with_unit(v['gap_p99_' + k + '_ms'], 1, 'ms')}</td><td>{fmt.with_unit(v['gap_max_' + k + '_ms'], 1, 'ms')}</td>"
         f"<td>{fmt.with_unit(v['long_ttft_' + k + '_s'], 2, 's')}</td><td>{fmt.number(v['throughput_' + k])}</td></tr>"
         for name, k in (("prompt sencer", "whole"), (f"trossos de {fmt.number(p['chunk_tokens'])}", "chunked")))
+    memory = "".join(
+        f"<tr><td>{name}</td><td>{v[k + '_max_running']}</td><td>{fmt.number(v[k + '_preemptions'])}</td>"
+        f"<td>{fmt.number(v[k + '_recomputed_tokens'])}</td></tr>" for name, k in (("Estàtic", "static"), ("Continu", "continuous")))
     return ("<table><thead><tr><th>Batching</th><th>tok/s</th><th>iteracions</th><th>ranures ocupades</th>"
             f"<th>TTFT p95</th><th>latència p95</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<table><caption>KV-cache: {fmt.number(v['kv_blocks'])} blocs de {BLOCK_TOKENS} tokens "
+            f"({fmt.number(v['kv_tokens'])} tokens)</caption><thead><tr><th>Batching</th><th>lot màxim</th>"
+            f"<th>expulsions</th><th>tokens recalculats</th></tr></thead><tbody>{memory}</tbody></table>"
             f"<table><caption>Amb càrrega sostinguda ({fmt.number(SUSTAINED_GAP_MS)} ms entre arribades de mitjana) "
             f"i {v['long_requests']} prompts de {fmt.tokens(LONG_PROMPT)} tokens: interval entre tokens</caption>"
             "<thead><tr><th>Prefill</th><th>mediana</th><th>p99</th><th>pitjor</th>"
@@ -218,6 +259,8 @@ PARAMS = (
           ticks=(64, 128, 256, 512, 1024, 2048, 4096)),
     Param("long_pct", "int", 20, "Peticions amb prompt llarg", min=0, max=50, step=5, unit="%",
           help="Només a l'experiment del chunked prefill, amb arribades seguides."),
+    Param("kv_memory", "choice", "all", "Memòria per al KV-cache", choices=KV_MEMORY,
+          help="Es reparteix en blocs de 16 tokens; si un lot en demana més, el planificador n'expulsa una petició."),
     Param("seed", "int", 10, "Llavor", min=0, max=999),
 )
 
@@ -255,6 +298,21 @@ OUTPUTS = (
     Output("long_requests", "peticions amb prompt llarg", panel=False),
     Output("long_prompt", "prompt llarg", "tokens", panel=False),
     Output("sustained_gap_ms", "temps entre arribades amb càrrega", "ms", 0, panel=False),
+    Output("continuous_preemptions", "expulsions per falta de blocs, continu"),
+    Output("continuous_max_running", "lot més gran, continu"),
+    Output("continuous_recomputed_tokens", "tokens recalculats, continu", panel=False),
+    Output("static_preemptions", "expulsions, estàtic", panel=False),
+    Output("static_max_running", "lot més gran, estàtic", panel=False),
+    Output("static_recomputed_tokens", "tokens recalculats, estàtic", panel=False),
+    Output("memory_bound", "la memòria limita el lot?", style="bool", panel=False),
+    Output("kv_blocks", "blocs de KV-cache", panel=False),
+    Output("kv_tokens", "tokens que hi caben", "tokens", panel=False),
+    Output("block_tokens", "tokens per bloc", "tokens", panel=False),
+    Output("preemptions_whole", "expulsions amb càrrega, prompt sencer", panel=False),
+    Output("preemptions_chunked", "expulsions amb càrrega, trossejat", panel=False),
+    Output("recomputed_whole", "tokens recalculats amb càrrega, prompt sencer", panel=False),
+    Output("recomputed_chunked", "tokens recalculats amb càrrega, trossejat", panel=False),
+    Output("max_running_whole", "lot més gran amb càrrega", panel=False),
 )
 
 WIDGET = Widget(

@@ -1,8 +1,8 @@
 """§7 What it costs: memory needed, throughput, and dollars per million output tokens.
 
 Two formulas: memory ≈ weights + KV cache + activations + overhead, and the §1 roofline
-step of `serving` with the GPUs' FLOPs and bandwidths added up (tensor-parallel
-communication is left out, so these are ceilings). A mixture-of-experts model stores all
+step of `serving` on a tensor-parallel group: the GPUs' FLOPs and bandwidths added up, plus
+two all-reduces per block over the GPUs' link (NVLink, PCIe, or the network past one node). A mixture-of-experts model stores all
 its experts; a decode step reads those its batch uses.
 """
 
@@ -16,8 +16,8 @@ from ..engine import fmt
 from ..models.hardware import GPUS, MODELS, ModelCard, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
-from ..models.serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step,
-                      format_choices, kv_bytes_per_token, params_read, ttft)
+from ..models.serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_parts, decode_step,
+                              format_choices, kv_bytes_per_token, params_read, ttft)
 from ..engine.svg import Plot, log_ticks
 
 PRESET_CONTEXT, PRESET_GPUS = 8192, 8  # the side-by-side table: 8 k tokens (or the model's limit) on 8 GPUs
@@ -47,6 +47,7 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
     fit = max(0, math.floor((s.memory / (1 + oh) - weights) / (kv_seq + act_seq)))
     read_one, read_batch = params_read(m, 1) * bpp, params_read(m, concurrency) * bpp  # weight bytes per step
     t_one, t_batch = decode_step(s, 1, context), decode_step(s, concurrency, context)
+    comm_one, comm_batch = decode_parts(s, 1, context).collectives, decode_parts(s, concurrency, context).collectives
     throughput = concurrency / t_batch
     tokens_per_hour = throughput * 3600
     return {
@@ -61,6 +62,8 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
         "tps_one": 1 / t_one, "throughput": throughput, "batch_gain": throughput * t_one,
         "ttft_s": ttft(s, context),
         "tpot_one_ms": 1e3 * t_one, "tpot_ms": 1e3 * t_batch,
+        "tpot_one_no_comm_ms": 1e3 * (t_one - comm_one), "comm_share_one": comm_one / t_one,
+        "comm_share_batch": comm_batch / t_batch, "link": s.link.label if n_gpus > 1 and s.link else "cap",
         "dollars_per_hour": price * n_gpus, "tokens_per_hour_m": tokens_per_hour / 1e6,
         "dollars_per_m": price * n_gpus / tokens_per_hour * 1e6,
         "kv_to_weights": concurrency * kv_seq / weights,
@@ -207,6 +210,11 @@ OUTPUTS = (
     Output("crossover_batch", "creuament, amb la concurrència", decimals=1, style="si", panel=False),
     Output("params_total", "paràmetres totals", decimals=2, style="si", panel=False),
     Output("params_active", "paràmetres actius", decimals=2, style="si", panel=False),
+    Output("tpot_one_no_comm_ms", "TPOT d'una seqüència sense les comunicacions", "ms", 1, panel=False),
+    Output("comm_share_one", "part del TPOT que són comunicacions, una seqüència", decimals=0, style="pct"),
+    Output("comm_share_batch", "part del TPOT que són comunicacions, amb la concurrència", decimals=0, style="pct",
+           panel=False),
+    Output("link", "enllaç entre les GPU", style="text", panel=False),
 )
 
 WIDGET = Widget(

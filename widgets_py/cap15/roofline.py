@@ -1,8 +1,9 @@
 """§1 Prefill contra decode: the roofline calculator.
 
 Every time is the roofline bound of `serving.step_time` (assumptions stated there): a
-pass takes the longer of its matmul FLOPs at the GPU's peak and its weight bytes at the
-GPU's bandwidth, plus its KV-cache traffic. A decode step of a batch reads the weights
+pass takes the longer of its matmul FLOPs at the GPU's peak (in the products' format: bf16
+for weight-only INT4, 8-bit for FP8 and INT8) and its weight bytes at the GPU's bandwidth,
+plus attention's own roofline (its FLOPs in the prefill, its KV-cache traffic in decode). A decode step of a batch reads the weights
 once for all its sequences; a mixture-of-experts model reads the experts its tokens use,
 so the weights read per step grow with the batch (the second figure).
 """
@@ -17,8 +18,10 @@ from ..engine import fmt
 from ..models.hardware import GPUS, MODELS, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
-from ..models.serving import (FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
-                      flops_per_token, format_choices, kv_bytes_per_token, params_read, ttft)
+from ..models.frontier import critical_batch, critical_values
+from ..models.serving import (FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
+                              flops_per_token, format_choices, kv_bytes_per_token, params_read, prefill_parts, step_time,
+                              ttft)
 from ..engine.svg import Plot, log_ticks
 
 KV_FORMAT = "bf16"  # the cache stays in bf16 here; the cost calculator lets it change
@@ -35,6 +38,8 @@ def roofline(model: str, gpu: str, prompt_tokens: int, batch: int, weight_format
     flops, bw, ridge = flops_per_token(m), s.bandwidth, s.peak / s.bandwidth
     tpot, t_batch = decode_step(s, 1, prompt), decode_step(s, batch, prompt)
     decode_intensity = flops / (w1 + kv)
+    prefill = prefill_parts(s, prompt)
+    no_attention = step_time(s, prompt, prompt)  # the same pass without QKᵀ and AV
     return {
         "params_total": c.total,
         "params_active": c.active,
@@ -45,6 +50,13 @@ def roofline(model: str, gpu: str, prompt_tokens: int, batch: int, weight_format
         "kv_share_of_ceiling": 1.0 - (1.0 / tpot) / (bw / w1),
         "tpot_ms": 1e3 * tpot,
         "ttft_s": ttft(s, prompt),
+        "ttft_no_attention_s": no_attention,
+        "attention_share_ttft": prefill.attention / prefill.total,
+        "attention_extra": prefill.total / no_attention - 1,
+        "weight_scheme": SCHEMES[weight_format][1],
+        "peak_tflops": s.peak / 1e12,
+        **critical_values(critical_batch(s), "critical_batch"),
+        **critical_values(critical_batch(s, prompt), "critical_batch_cache"),
         "batch_tps": batch / t_batch,
         "batch_gain": (batch / t_batch) * tpot,
         "experts_batch": expected_experts(m.n_experts, m.n_active_experts, batch) if m.n_experts else 0.0,
@@ -70,7 +82,7 @@ def read_share(model: str, batches: np.ndarray) -> np.ndarray:
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     g = GPUS[p["gpu"]]
-    peak, bw = g.flops_bf16 / 1e12, g.bandwidth / 1e12  # TFLOP/s, TB/s
+    peak, bw = v["peak_tflops"], g.bandwidth / 1e12  # TFLOP/s in the products' format, TB/s
     xs = (0.1, 1e5)
     plot = Plot().scales(xs, (0.1, 5000), xlog=True, ylog=True)
     plot.axes(log_ticks(*xs), log_ticks(0.1, 5000), "intensitat aritmètica (FLOP/byte, escala log)",
@@ -182,6 +194,17 @@ OUTPUTS = (
     Output("prefill_intensity", "intensitat del prefill", "FLOP/byte", 0, panel=False),
     Output("decode_idle", "temps del decode esperant memòria", decimals=1, style="pct", panel=False),
     Output("gpus_for_weights", "GPU per als pesos", decimals=0, panel=False),
+    Output("ttft_no_attention_s", "TTFT sense els productes de l'atenció", "s", 2, panel=False),
+    Output("attention_share_ttft", "part del TTFT que és atenció", decimals=0, style="pct", panel=False),
+    Output("attention_extra", "el que l'atenció allarga el TTFT", decimals=0, style="pct", panel=False),
+    Output("weight_scheme", "esquema de pesos i activacions", style="text", panel=False),
+    Output("peak_tflops", "pic de càlcul en aquest format", "TFLOP/s", 0, panel=False),
+    Output("critical_batch", "lot crític, sense cache", decimals=0, panel=False),
+    Output("critical_batch_exists", "hi ha lot crític sense cache?", style="bool", panel=False),
+    Output("critical_batch_text", "lot crític, sense cache", style="text", panel=False),
+    Output("critical_batch_cache", "lot crític, amb el cache del prompt (0: cap)", decimals=0, panel=False),
+    Output("critical_batch_cache_exists", "hi ha lot crític amb el cache?", style="bool", panel=False),
+    Output("critical_batch_cache_text", "lot crític, amb el cache del prompt", style="text"),
 )
 
 WIDGET = Widget(

@@ -1,11 +1,20 @@
-"""An iteration-level serving simulator: static vs continuous batching, chunked prefill.
+"""An iteration-level serving simulator: static vs continuous batching, chunked prefill, KV blocks.
 
-The engine steps through forward passes (iterations) of a batch of `slots`. Its one
+The engine steps through forward passes (iterations) of a batch of at most `slots`. Its one
 hypothesis is the memory-bound decode step: a decode iteration costs about the same whatever the
 number of occupied slots (the weights are read once for all); prefill adds time in
 proportion to the prompt tokens processed in that iteration. Runs of plain decode iterations are
-skipped in one step up to the next event (a finish or an arrival), as event-driven
-simulators do, so the cost grows with the number of requests, not of tokens.
+skipped in one step up to the next event (a finish, an arrival, a block the pool cannot give),
+as event-driven simulators do, so the cost grows with the number of requests, not of tokens.
+
+Memory, when the run has a block budget (`kv_blocks`, a `kv_blocks.BlockPool`), follows vLLM
+V1's scheduler (`vllm/v1/core/sched/scheduler.py`): the running requests get their new tokens'
+blocks first, in admission order; when the pool has none left, the last-admitted running request
+is preempted (its blocks freed, its cache dropped, back to the front of the queue: preemption by
+recompute, V1's only mode), and no new request is admitted in that iteration. A waiting request
+is admitted when a slot is free and its prompt's blocks fit (taken whole, chunked or not: V1
+takes a chunk's at a time). Re-admitted, it prefills its prompt and the tokens it had already
+written. Without a budget no request ever waits for memory: the slots are the only limit.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .kv_blocks import BlockPool, blocks_for
 from .quantiles import percentile, weighted_percentile
 
 
@@ -32,6 +42,8 @@ class Request:
     finish_iter: int = -1  # iterations completed when it finished
     first_token_ms: float = math.nan
     finish_ms: float = math.nan
+    preemptions: int = 0  # times its cache was dropped to make room
+    recomputed_tokens: int = 0  # cached tokens it lost, prefilled again
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -45,6 +57,17 @@ class Run:
     drain_at: tuple[int, int] = (0, 0)  # (iterations, busy slot-iterations) when the queue emptied
     end_ms: float = 0.0
     gaps: list[tuple[float, int]] = field(default_factory=list)  # (inter-token interval, how many tokens)
+    evicted: list[tuple[int, int, int]] = field(default_factory=list)  # (slot, first, last iteration) of preempted stays
+    max_running: int = 0  # most requests in the batch at once
+    peak_blocks: int = 0  # most KV blocks held at once
+
+    @property
+    def preemptions(self) -> int:
+        return sum(r.preemptions for r in self.requests)
+
+    @property
+    def recomputed_tokens(self) -> int:
+        return sum(r.recomputed_tokens for r in self.requests)
 
     def throughput(self) -> float:
         """Generated tokens per second, from the first arrival to the last token."""
@@ -71,79 +94,186 @@ class Run:
             "gap_max_ms": float(gap_values.max()),
             "gap_p50_ms": weighted_percentile(gap_values, gap_counts, 50),
             "gap_p99_ms": weighted_percentile(gap_values, gap_counts, 99),
+            "preemptions": self.preemptions,
+            "recomputed_tokens": self.recomputed_tokens,
+            "max_running": self.max_running,
         }
 
 
+
+
+@dataclass(eq=False)
+class Live:
+    """A request in the batch, and where its cache stands (vidur's `num_processed_tokens`)."""
+    r: Request
+    prefill: int  # tokens its (re)prefill processes: the prompt and the tokens it had already written
+    left: int  # of those, still to prefill
+    decode_from: int = -1  # iteration its decode started from (-1: still prefilling)
+    written_at_start: int = 0  # tokens it had written when that decode started
+    alive: bool = True  # False once it finished or was preempted (its heap entry is stale)
+
+    def cached(self, iteration: int) -> int:
+        """Tokens in its cache once `iteration` iterations are done."""
+        if self.decode_from < 0:
+            return self.prefill - self.left
+        return self.prefill + iteration - self.decode_from
+
+    def written(self, iteration: int) -> int:
+        return self.written_at_start + iteration - self.decode_from if self.decode_from >= 0 else self.written_at_start
+
+
 def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: float,
-             prefill_ms_per_token: float, chunk: int | None = None) -> Run:
+             prefill_ms_per_token: float, chunk: int | None = None, kv_blocks: int | None = None,
+             block_tokens: int = 16) -> Run:
     """Serve `requests` (copied) and return what happened.
 
     static: a new batch is admitted only when every slot is empty;
-    continuous: a request enters as soon as a slot is free.
+    continuous: a request enters as soon as a slot is free (and, with `kv_blocks`, its prompt's blocks).
     chunk: prefill tokens processed per iteration across the batch (None: whole prompts).
+    kv_blocks: blocks of `block_tokens` tokens in the KV pool (None: memory never runs out).
 
     A decoding request is kept as the iteration its last token comes out of, in a heap: a
     run of plain decode iterations, or a step, touches only the requests that finish in it,
     not every slot (the simulation's cost grows with the requests, not with slots × events).
     """
     reqs = [Request(r.id, r.arrival_ms, r.prompt, r.output) for r in requests]
+    pool = BlockPool(kv_blocks, block_tokens)
+    for r in reqs:  # the largest cache a request ever holds: its prompt and all its tokens but the last
+        if pool.bounded and blocks_for(r.prompt + r.output - 1, block_tokens) > kv_blocks:
+            raise ValueError(f"request {r.id} needs {blocks_for(r.prompt + r.output - 1, block_tokens)} KV blocks "
+                             f"alone; the pool has {kv_blocks}")
     queue = deque(sorted(reqs, key=lambda r: (r.arrival_ms, r.id)))
     run = Run(requests=reqs)
-    prefilling: deque[list] = deque()  # [request, prompt tokens left], first come, first served
-    decoding: list[tuple[int, int, Request]] = []  # heap of (iteration of its last token, id, request)
-    busy = 0  # requests holding a slot
+    written = {r.id: 0 for r in reqs}  # tokens each request has written, kept through a preemption
+    since = {}  # request id -> time of the last token it wrote before it was preempted
+    running: list[Live] = []  # the batch, in admission order: the last one is preempted first
+    prefilling: deque[Live] = deque()  # first come, first served
+    decoding: list[tuple[int, int, Live]] = []  # heap of (iteration of its last token, id, request)
     free = list(range(slots))
     now = 0.0
-    while queue or busy:
-        if continuous or not busy:  # admission
+
+    def top() -> tuple[int, int, Live] | None:  # the next finish, stale entries dropped
+        while decoding and not decoding[0][2].alive:
+            heapq.heappop(decoding)
+        return decoding[0] if decoding else None
+
+    def preempt(live: Live) -> None:  # recompute: drop its cache, back to the front of the queue
+        r, live.alive = live.r, False
+        running.remove(live)
+        if live.decode_from < 0:
+            prefilling.remove(live)
+        else:
+            since[r.id] = now
+        written[r.id] = live.written(run.iterations)
+        r.preemptions += 1
+        r.recomputed_tokens += live.cached(run.iterations)
+        run.evicted.append((r.slot, r.start_iter, run.iterations))
+        pool.release(r.id)
+        free.append(r.slot)
+        free.sort()
+        queue.appendleft(r)
+
+    def make_room() -> bool:  # blocks for the next token of every decoding request, oldest first
+        preempted = False
+        for live in list(running):
+            if not live.alive or live.decode_from < 0:
+                continue
+            need = live.cached(run.iterations) + 1
+            while not pool.fits(live.r.id, need):
+                victim = running[-1]
+                preempt(victim)
+                preempted = True
+                if victim is live:
+                    break
+            else:
+                pool.grow(live.r.id, need)
+        return preempted
+
+    def decode_fit(k_max: int) -> int:  # most plain decode iterations the free blocks allow (>= 1)
+        lives = [lv for lv in running if lv.decode_from >= 0]
+        cached = np.array([lv.cached(run.iterations) for lv in lives])  # [n]
+        held = np.array([pool.held.get(lv.r.id, 0) for lv in lives])  # [n]
+        extra = lambda k: int(np.maximum(0, -(-(cached + k) // block_tokens) - held).sum())  # noqa: E731
+        lo, hi = 1, k_max
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if extra(mid) <= pool.free else (lo, mid - 1)
+        for lv, c in zip(lives, cached):
+            pool.grow(lv.r.id, int(c) + lo)
+        return lo
+
+    while queue or running:
+        preempted = make_room() if pool.bounded and running else False
+        if (continuous or not running) and not preempted:  # admission (V1: none in an iteration that preempted)
             while free and queue and queue[0].arrival_ms <= now:
-                r = queue.popleft()
-                r.start_ms, r.start_iter, r.slot = now, run.iterations, free.pop(0)
-                busy += 1
-                if r.prompt:
-                    prefilling.append([r, r.prompt])
+                r = queue[0]
+                prefill = r.prompt + written[r.id]
+                if not pool.fits(r.id, prefill or 1):
+                    break  # first come, first served: the head waits for blocks, the rest behind it
+                queue.popleft()
+                pool.grow(r.id, prefill or 1)
+                if math.isnan(r.start_ms):
+                    r.start_ms = now
+                r.start_iter, r.slot = run.iterations, free.pop(0)
+                live = Live(r, prefill, prefill, written_at_start=written[r.id])
+                running.append(live)
+                if prefill:
+                    prefilling.append(live)
                 else:  # nothing to prefill: it decodes from the next iteration on
-                    heapq.heappush(decoding, (run.iterations + r.output, r.id, r))
+                    live.decode_from = run.iterations
+                    heapq.heappush(decoding, (run.iterations + r.output, r.id, live))
                 if not queue:  # every request admitted: from here on, slots only drain
                     run.drain_at = (run.iterations, run.busy_slot_iterations)
-        if not busy:  # nothing to do until the next arrival
+        if not running:  # nothing to do until the next arrival
             now = queue[0].arrival_ms
             continue
-        if not prefilling:  # plain decode: skip ahead to the next finish or admissible arrival
-            k = decoding[0][0] - run.iterations
-            if continuous and free and queue:
+        busy = len(running)
+        run.max_running = max(run.max_running, busy)
+        if not prefilling:  # plain decode: skip ahead to the next finish, admissible arrival or missing block
+            k = top()[0] - run.iterations
+            if continuous and free and queue and queue[0].arrival_ms > now:
                 k = min(k, max(1, math.ceil((queue[0].arrival_ms - now) / decode_ms)))
+            if pool.bounded:
+                k = decode_fit(k)
             run.gaps.append((decode_ms, k * busy))
             now += k * decode_ms
             run.iterations += k
             run.busy_slot_iterations += k * busy
         else:  # one iteration with prefill work in it
             was_decoding = busy - len(prefilling)  # before this iteration's prefill work
-            budget = chunk or sum(a[1] for a in prefilling)
+            budget = chunk or sum(a.left for a in prefilling)
             spent, done = 0, 0
             for a in prefilling:  # first come, first served: the prompts it completes come first
-                take = min(a[1], budget - spent)
-                a[1] -= take
+                take = min(a.left, budget - spent)
+                a.left -= take
                 spent += take
-                done += a[1] == 0
+                done += a.left == 0
             duration = decode_ms + spent * prefill_ms_per_token
             if was_decoding:
                 run.gaps.append((duration, was_decoding))
             now += duration
             run.iterations += 1
             run.busy_slot_iterations += busy
-            for _ in range(done):  # the first token comes out of the prefill pass
-                r = prefilling.popleft()[0]
-                r.first_token_ms = now
-                heapq.heappush(decoding, (run.iterations + r.output - 1, r.id, r))
+            for _ in range(done):  # a token comes out of the prefill pass
+                live = prefilling.popleft()
+                r = live.r
+                if math.isnan(r.first_token_ms):
+                    r.first_token_ms = now
+                if r.id in since:  # a recomputed request's next token, after its wait
+                    run.gaps.append((now - since.pop(r.id), 1))
+                live.decode_from, live.written_at_start = run.iterations, live.written_at_start + 1
+                heapq.heappush(decoding, (run.iterations + r.output - live.written_at_start, r.id, live))
         finished = False
-        while decoding and decoding[0][0] == run.iterations:
-            r = heapq.heappop(decoding)[2]
+        while top() is not None and decoding[0][0] == run.iterations:
+            live = heapq.heappop(decoding)[2]
+            r, live.alive = live.r, False
             r.finish_ms, r.finish_iter = now, run.iterations
+            running.remove(live)
+            pool.release(r.id)
             free.append(r.slot)
-            busy -= 1
             finished = True
         if finished:
             free.sort()
     run.end_ms = now
+    run.peak_blocks = pool.peak
     return run

@@ -118,6 +118,30 @@ MODELS: dict[str, ModelCard] = {
 
 
 @dataclass(frozen=True)
+class Link:
+    """What joins the GPUs of one tensor-parallel group, as NCCL's all-reduce sees it."""
+    label: str  # name shown to the reader
+    bus_bandwidth: float  # all-reduce bus bandwidth, bytes/s (nccl-tests' busBw: algBw · 2(n−1)/n)
+    latency: float  # time of the smallest all-reduce, s: the floor a decode step's tiny messages sit on
+    domain: int  # GPUs this link joins (one NVLink/NVSwitch node); a larger group crosses NETWORK
+    source: str  # where the figures come from
+
+# nccl-tests on H100 SXM (NVIDIA/nccl-tests#212, S. Jeaugey): NVLink 4's line rate is 450 GB/s one
+# way, and NCCL's protocol takes ~20 %, "an effective NVLink bandwidth of 370 GB/s" (ring busBw);
+# a 4×H100 sweep of nvidia/nccl-tests measures 366 GB/s, 77 % of the one-way budget. The same
+# ~80 % of the line rate is applied to the other links. Small all-reduces (a decode step's few kB)
+# take ~10 µs on NVLink (LL protocol, nccl-tests at 8 B–64 kB) and more through PCIe or a NIC.
+NVLINK4 = Link("NVLink 4 + NVSwitch", 370e9, 10e-6, 8, "nccl-tests busBw 370 GB/s (NVIDIA/nccl-tests#212)")
+NVLINK3 = Link("NVLink 3 + NVSwitch", 240e9, 10e-6, 8, "80 % of NVLink 3's 300 GB/s one way (A100 datasheet)")
+INFINITY_FABRIC = Link("Infinity Fabric", 358e9, 10e-6, 8, "80 % of 7 × 64 GB/s one way (MI300X datasheet)")
+PCIE5 = Link("PCIe 5.0 ×16", 50e9, 20e-6, 8, "80 % of PCIe 5.0 ×16's 64 GB/s one way; no NVLink bridge")
+PCIE4 = Link("PCIe 4.0 ×16", 25e9, 20e-6, 8, "80 % of PCIe 4.0 ×16's 32 GB/s one way (L4 datasheet)")
+# Past one node the all-reduce has two levels (NVLink inside each node, then the NICs): tens of µs
+# for a small message in inter-node nccl-tests runs; 30 µs is that order, not a measured digit.
+NETWORK = Link("InfiniBand NDR 400 Gb/s", 40e9, 30e-6, 1 << 30, "80 % of 400 Gb/s = 50 GB/s per GPU, one NIC each")
+
+
+@dataclass(frozen=True)
 class GPU:
     key: str  # preset id
     label: str  # name shown to the reader
@@ -125,16 +149,24 @@ class GPU:
     bandwidth: float  # HBM/GDDR bandwidth, bytes/s (datasheet)
     memory: float  # device memory, bytes (datasheet, decimal GB)
     source: str  # which datasheet
+    flops_fp8: float = 0.0  # dense FP8 tensor-core peak, FLOP/s (0: no FP8 units, FP8 weights compute in bf16)
+    flops_int8: float = 0.0  # dense INT8 tensor-core peak, OP/s (0: INT8 weights compute in bf16)
+    link: Link | None = None  # what joins it to the other GPUs of its node (None: communication not modelled)
 
 
 GPUS: dict[str, GPU] = {
     g.key: g
     for g in (
-        GPU("h100-80gb", "H100 SXM 80 GB", 990e12, 3350e9, 80e9, "NVIDIA H100 SXM5 datasheet: 1,979 TFLOP/s with sparsity"),
-        GPU("h100-pcie", "H100 PCIe 80 GB", 756e12, 2000e9, 80e9, "NVIDIA H100 PCIe datasheet: 1,513 TFLOP/s with sparsity, 2.0 TB/s"),
-        GPU("h200", "H200 141 GB", 990e12, 4800e9, 141e9, "NVIDIA H200 SXM datasheet"),
-        GPU("a100-80gb", "A100 SXM 80 GB", 312e12, 2039e9, 80e9, "NVIDIA A100 SXM4 80 GB datasheet"),
-        GPU("l4", "L4 24 GB", 121e12, 300e9, 24e9, "NVIDIA L4 datasheet"),
-        GPU("mi300x", "MI300X 192 GB", 1307e12, 5300e9, 192e9, "AMD Instinct MI300X datasheet"),
+        GPU("h100-80gb", "H100 SXM 80 GB", 990e12, 3350e9, 80e9, "NVIDIA H100 SXM5 datasheet: 1,979 TFLOP/s bf16 "
+            "and 3,958 FP8/INT8 with sparsity", 1979e12, 1979e12, NVLINK4),
+        GPU("h100-pcie", "H100 PCIe 80 GB", 756e12, 2000e9, 80e9, "NVIDIA H100 PCIe datasheet: 1,513 TFLOP/s bf16 "
+            "and 3,026 FP8/INT8 with sparsity, 2.0 TB/s", 1513e12, 1513e12, PCIE5),
+        GPU("h200", "H200 141 GB", 990e12, 4800e9, 141e9, "NVIDIA H200 SXM datasheet", 1979e12, 1979e12, NVLINK4),
+        GPU("a100-80gb", "A100 SXM 80 GB", 312e12, 2039e9, 80e9, "NVIDIA A100 SXM4 80 GB datasheet: "
+            "624 INT8 TOPS dense, no FP8", 0.0, 624e12, NVLINK3),
+        GPU("l4", "L4 24 GB", 121e12, 300e9, 24e9, "NVIDIA L4 datasheet: 485 FP8/INT8 TFLOP/s with sparsity",
+            242.5e12, 242.5e12, PCIE4),
+        GPU("mi300x", "MI300X 192 GB", 1307e12, 5300e9, 192e9, "AMD Instinct MI300X datasheet: 2,615 FP8/INT8 "
+            "TFLOP/s dense", 2615e12, 2615e12, INFINITY_FABRIC),
     )
 }

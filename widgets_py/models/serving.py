@@ -1,13 +1,20 @@
-"""The physics of a serving step, in one place: bytes, FLOPs and roofline times.
+"""The physics of a serving step, in one place: bytes, FLOPs, collectives and roofline times.
 
-Every serving widget (roofline, KV cache, batching, cost) calls these functions; none
-carries its own copy. The assumptions, stated once:
+Every serving widget (roofline, KV cache, batching, cost, tensor parallelism, frontier) calls
+these functions; none carries its own copy. The assumptions, stated once:
 
-1. Formats: bytes per stored scalar (`numformats.FORMATS`, the one table); the scales of grouped formats (INT4 with
-   one scale per 128 weights adds 1/64 of a byte per weight) are left out.
-2. FLOPs: 2 per parameter a token multiplies by (Kaplan et al. 2020, §2.1): attention,
-   the dense or shared MLPs, its own k routed experts, the output head. An embedding
-   lookup multiplies nothing. Attention's score FLOPs (Q·K and A·V) are left out.
+1. Formats: bytes per stored scalar (`numformats.FORMATS`, the one table); the scales of grouped
+   formats (INT4 with one scale per 128 weights adds 1/64 of a byte per weight) are left out.
+   A weight format also fixes the products' format (`SCHEMES`): weight-only INT4 (W4A16, as AWQ
+   and GPTQ kernels run) multiplies in bf16, so it reads fewer bytes but computes no faster;
+   FP8 and INT8 (W8A8) multiply at the GPU's 8-bit peak, when it has one.
+2. FLOPs: 2 per parameter a token multiplies by (Kaplan et al. 2020, §2.1): attention's
+   projections, the dense or shared MLPs, its own k routed experts, the output head. An
+   embedding lookup multiplies nothing. Attention's own products, QKᵀ and AV, add
+   2·h·(d_qk + d_v) FLOPs per layer for each (query, key) pair; causal, so a pass of T new
+   tokens after C cached ones has T·C + T(T+1)/2 pairs (jax-ml/scaling-book, inference.md,
+   "What about attention?", with the mask's half). They run in bf16 whatever the weights'
+   format. FlashAttention changes their memory traffic, not their FLOPs.
 3. Weights read by a pass of T tokens: every always-used matrix once for the whole pass;
    routed experts, only those some token of the pass uses. With uniform, independent
    routing of k of E experts, one expert is missed by all T tokens with probability
@@ -15,13 +22,22 @@ carries its own copy. The assumptions, stated once:
    experts are always read. Real routers are not uniform (fewer distinct experts).
 4. The input embedding is a lookup: a pass reads one row per token, not the table
    (a tied table is read whole anyway, as the output head).
-5. Step time (jax-ml/scaling-book, inference.md, "Theoretical Step Time (General)"): the
-   weight matmuls overlap their loads with their FLOPs, max(FLOPs/peak, bytes/bandwidth);
-   attention's KV traffic (read in decode, written in prefill) is memory-bound and does
-   not overlap with them, so its time adds.
-6. TTFT is one prefill pass of the whole prompt on an idle GPU: its weights, its FLOPs,
-   its cache written (and a reused prefix's cache read). No queue, no network, no sampling.
-7. Several GPUs add up their FLOPs, bandwidth and memory; their communication is left out.
+5. Step time (scaling book, inference.md, "Theoretical Step Time (General)"): the weight
+   matmuls overlap their loads with their FLOPs, max(FLOPs/peak, bytes/bandwidth); attention
+   is a roofline of its own, max(its FLOPs/bf16 peak, its KV traffic/bandwidth), memory-bound
+   in decode (the cache is read) and compute-bound in a long prefill; the two add, and the
+   collectives add to both (vLLM and Megatron-LM's plain tensor parallelism do not overlap them).
+6. TTFT is one prefill pass of the whole prompt on an idle GPU group: its weights, its FLOPs,
+   its attention, its cache written (and a reused prefix's cache read), its collectives. No
+   queue, no network to the user, no sampling.
+7. Tensor parallelism over n GPUs (Megatron-LM, Shoeybi et al. 2019, §3): every matrix is
+   split, so weights, FLOPs and bandwidth divide evenly; the cache too (by KV heads, then by
+   batch: the scaling book's GMQA sharding). Each block then pays two all-reduces of the
+   pass's activations, [T, d_model] in bf16: after attention's output projection and after
+   the MLP. A ring all-reduce of S bytes costs latency + 2(n − 1)/n · S / busBw (nccl-tests
+   `doc/PERFORMANCE.md` defines busBw that way); latency and busBw are the link's
+   (`hardware.Link`), and a group larger than one node crosses the network (`NETWORK`).
+   MoE experts are split like dense MLPs (expert parallelism is not modelled).
 """
 
 from __future__ import annotations
@@ -29,18 +45,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engine import fmt
-from .hardware import GPU, GPUS, MODELS, ModelCard, counts
+from .hardware import GPU, GPUS, MODELS, NETWORK, Link, ModelCard, counts
 from .numformats import FORMATS
 
 
 WEIGHT_FORMATS = ("fp32", "bf16", "fp8", "int8", "int4")
 CACHE_FORMATS = ("fp32", "bf16", "fp8", "int8")  # serving engines do not keep the cache in int4
+# weight format -> (format of the products, scheme's name): weight-only or weight-and-activation
+SCHEMES = {"fp32": ("bf16", "W32A16"), "bf16": ("bf16", "W16A16"), "fp8": ("fp8", "W8A8"),
+           "int8": ("int8", "W8A8"), "int4": ("bf16", "W4A16")}
+ACTIVATION_BYTES = 2  # the all-reduced activations stay in bf16 whatever the weights' format
 
 
 def format_choices(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """(key, label) pairs for a control: 'BF16 · 2 bytes'."""
     return tuple((k, f"{FORMATS[k].label} · {fmt.number(FORMATS[k].nbytes, 1 if FORMATS[k].nbytes < 1 else 0)} "
                      f"byte{'s' if FORMATS[k].nbytes != 1 else ''}") for k in keys)
+
+
+def peak_of(g: GPU, compute: str) -> float:
+    """Dense tensor-core peak of one GPU in a product format; without 8-bit units, bf16's."""
+    peak = {"bf16": g.flops_bf16, "fp8": g.flops_fp8, "int8": g.flops_int8}[compute]
+    return peak or g.flops_bf16
 
 
 @dataclass(frozen=True)
@@ -50,7 +76,16 @@ class Setup:
     gpu: str  # key of hardware.GPUS
     weights: str = "bf16"  # key of FORMATS for the weights
     cache: str = "bf16"  # key of FORMATS for the KV cache
-    n_gpus: int = 1  # GPUs adding up FLOPs, bandwidth and memory
+    n_gpus: int = 1  # GPUs of one tensor-parallel group (assumption 7)
+    activations: str | None = None  # format of the products (None: the weights' scheme, SCHEMES)
+    collectives: bool = True  # count tensor parallelism's all-reduces (False: the ideal, free link)
+
+    def __post_init__(self):
+        if self.n_gpus < 1 or int(self.n_gpus) != self.n_gpus:
+            raise ValueError(f"n_gpus must be a positive integer, not {self.n_gpus!r}")
+        for name, table in (("model", MODELS), ("gpu", GPUS), ("weights", SCHEMES), ("cache", FORMATS)):
+            if getattr(self, name) not in table:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; allowed: {', '.join(table)}")
 
     @property
     def m(self) -> ModelCard:
@@ -61,7 +96,15 @@ class Setup:
         return GPUS[self.gpu]
 
     @property
-    def peak(self) -> float:  # FLOP/s
+    def compute(self) -> str:  # format the weight matmuls multiply in
+        return self.activations or SCHEMES[self.weights][0]
+
+    @property
+    def peak(self) -> float:  # FLOP/s of the weight matmuls
+        return self.n_gpus * peak_of(self.g, self.compute)
+
+    @property
+    def attention_peak(self) -> float:  # FLOP/s of QKᵀ and AV, always bf16 (assumption 2)
         return self.n_gpus * self.g.flops_bf16
 
     @property
@@ -71,6 +114,11 @@ class Setup:
     @property
     def memory(self) -> float:  # bytes
         return self.n_gpus * self.g.memory
+
+    @property
+    def link(self) -> Link | None:  # what the group's all-reduces cross (assumption 7)
+        own = self.g.link
+        return own if own is None or self.n_gpus <= own.domain else NETWORK
 
 
 def kv_bytes_per_token(m: ModelCard, cache: str) -> float:
@@ -102,21 +150,83 @@ def flops_per_token(m: ModelCard) -> float:
     return 2.0 * (c.active - c.lookup)
 
 
-def step_time(s: Setup, tokens: int, kv_tokens: float) -> float:
-    """Roofline time of one forward pass of `tokens` tokens that moves `kv_tokens` tokens of cache."""
+def attention_flops_per_pair(m: ModelCard) -> float:
+    """QKᵀ and AV FLOPs of one (query, key) pair over all layers: 2·h·(d_qk + d_v) per layer."""
+    if m.mla:  # the prefill runs MLA as multi-head attention: keys of nope + rope dims, values of v_head
+        _, _, rope_dim, v_head = m.mla
+        d_qk, d_v = m.d_head + rope_dim, v_head
+    else:
+        d_qk = d_v = m.d_head
+    return 2.0 * m.n_heads * (d_qk + d_v) * m.n_layers
+
+
+def causal_pairs(tokens: float, cached: float) -> float:
+    """(query, key) pairs of a causal pass: new token i sees the cached ones and new 0..i."""
+    return tokens * cached + tokens * (tokens + 1) / 2
+
+
+def all_reduce_time(link: Link, n: int, nbytes: float) -> float:
+    """One ring all-reduce of `nbytes` over n GPUs: latency + 2(n − 1)/n · bytes / busBw (nccl-tests)."""
+    if n == 1:
+        return 0.0
+    return link.latency + 2 * (n - 1) / n * nbytes / link.bus_bandwidth
+
+
+def collective_time(s: Setup, tokens: float) -> float:
+    """Tensor parallelism's all-reduces in a pass of `tokens`: 2 per block of [tokens, d_model] (Megatron-LM)."""
+    if s.n_gpus == 1 or not s.collectives:
+        return 0.0
+    if s.link is None:
+        raise ValueError(f"{s.g.label} declares no link between GPUs: set collectives=False to ignore them")
+    per_call = all_reduce_time(s.link, s.n_gpus, tokens * s.m.d_model * ACTIVATION_BYTES)
+    return 2 * s.m.n_layers * per_call
+
+
+@dataclass(frozen=True)
+class Step:
+    """The three parts of a pass's time, seconds (assumption 5)."""
+    matmuls: float  # weight matmuls: max(FLOPs / peak, weight bytes / bandwidth)
+    attention: float  # QKᵀ and AV: max(FLOPs / bf16 peak, KV bytes moved / bandwidth)
+    collectives: float  # tensor parallelism's all-reduces
+
+    @property
+    def total(self) -> float:
+        return self.matmuls + self.attention + self.collectives
+
+
+def step_parts(s: Setup, tokens: int, kv_tokens: float, pairs: float = 0.0) -> Step:
+    """A forward pass of `tokens` tokens moving `kv_tokens` tokens of cache over `pairs` attended pairs."""
+    if tokens < 1:
+        raise ValueError(f"a pass needs at least one token, not {tokens}")
     weights = params_read(s.m, tokens) * FORMATS[s.weights].nbytes
     matmuls = max(tokens * flops_per_token(s.m) / s.peak, weights / s.bandwidth)  # loads overlap FLOPs
-    return kv_tokens * kv_bytes_per_token(s.m, s.cache) / s.bandwidth + matmuls  # attention adds
+    attention = max(pairs * attention_flops_per_pair(s.m) / s.attention_peak,
+                    kv_tokens * kv_bytes_per_token(s.m, s.cache) / s.bandwidth)
+    return Step(matmuls, attention, collective_time(s, tokens))
+
+
+def step_time(s: Setup, tokens: int, kv_tokens: float, pairs: float = 0.0) -> float:
+    """Roofline time of one forward pass (assumption 5), seconds."""
+    return step_parts(s, tokens, kv_tokens, pairs).total
+
+
+def decode_parts(s: Setup, batch: int, context: int) -> Step:
+    """One decode step: one new token for each of `batch` sequences with `context` tokens cached."""
+    return step_parts(s, batch, batch * context, batch * causal_pairs(1, context))
 
 
 def decode_step(s: Setup, batch: int, context: int) -> float:
-    """One decode step: one new token for each of `batch` sequences with `context` tokens cached."""
-    return step_time(s, batch, batch * context)
+    return decode_parts(s, batch, context).total
+
+
+def prefill_parts(s: Setup, prompt: int, cached: int = 0) -> Step:
+    """The prefill of `prompt` new tokens after `cached` reused ones: writes their cache, reads the prefix's."""
+    return step_parts(s, prompt, prompt + cached, causal_pairs(prompt, cached))
 
 
 def ttft(s: Setup, prompt: int, cached: int = 0) -> float:
     """Time to first token: the prefill of `prompt` new tokens after `cached` reused ones."""
-    return step_time(s, prompt, prompt + cached)
+    return prefill_parts(s, prompt, cached).total
 
 
 def clamp_context(m: ModelCard, tokens: int) -> tuple[int, str]:
