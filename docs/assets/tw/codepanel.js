@@ -252,7 +252,8 @@
       const slow = setTimeout(() => (this.buttons.stop.hidden = false), STOP_AFTER_MS);
       let data;
       try {
-        data = await kernel.call(EDITED, { widget: this.w.dataset.widget, key: storageKey(this.w), code, params });
+        data = await kernel.call(EDITED, { widget: this.w.dataset.widget, key: storageKey(this.w), code, params,
+          layout: tw.figures.shown(this.w) });
       } finally {
         clearTimeout(slow);
         this.buttons.stop.hidden = true;
