@@ -5,6 +5,7 @@ column; Material's own scroll wrapper, added by its JavaScript, is not reachable
 and an inline formula has none. So, as the widgets' tables already do (widget_html.py):
 - each table of the prose is wrapped in a scroll box that is focusable and named (axe's
   scrollable-region-focusable: a region with a label, tabindex 0), `.tw-scroll` in tw.css;
+- a display formula's box (mathml.py, `.tw-math`) is made focusable and named the same way;
 - a long inline formula is wrapped in `.tw-imath`, which scrolls only in a narrow column
   (tw.css): MathML does not break lines inside a formula. Focusable and named like the
   tables' boxes (a tab stop on a wide screen too: a box cannot know it scrolls without JS).
@@ -55,4 +56,5 @@ def on_page_content(html: str, *, page, config, files, build) -> str:
             return m.group(0)
         return f'<span class="tw-imath" tabindex="0" role="group" aria-label="Fórmula">{m.group(0)}</span>'
 
-    return INLINE_MATH.sub(formula, TABLE.sub(table, html))
+    html = INLINE_MATH.sub(formula, TABLE.sub(table, html))
+    return html.replace('<div class="tw-math">', '<div class="tw-math" tabindex="0" role="group" aria-label="Fórmula">')

@@ -122,6 +122,7 @@ class Plot:
     y: Scale | None = None
     parts: list[str] = field(default_factory=list)
     layout: Layout = field(default_factory=current)
+    below: float = 0  # user units that wrapped text (compact) reaches below `height`: the viewBox grows by them
 
     def scales(self, x: tuple[float, float], y: tuple[float, float], xlog=False, ylog=False):
         self.x = Scale(x[0], x[1], self.left, self.width - self.right, xlog)
@@ -178,14 +179,42 @@ class Plot:
         return self
 
     def text(self, x: float, y: float, s: str, anchor: str = "start", cls: str = "tw-note") -> "Plot":
+        if self.layout.compact:
+            return self._fitted(x, y, s, anchor, cls)
         self.parts.append(f'<text class="{cls}" x="{x}" y="{y}" text-anchor="{anchor}">{escape(s)}</text>')
+        return self
+
+    EM = 0.55  # a character's mean width in em, for the fit below (the system sans fonts, Catalan text)
+    EDGE = 3  # user units kept clear at the viewBox's sides
+
+    def _fitted(self, x: float, y: float, s: str, anchor: str, cls: str) -> "Plot":
+        """A compact layout's text, kept inside the viewBox: a line longer than the box wraps at
+        spaces (the lines below the first), and a line that would cross a side moves in from it.
+        Text placed by hand for a 640-unit box (a label beside its line) stays readable."""
+        per = self.EM * self.layout.type
+        room = self.width - 2 * self.EDGE
+        lines, line = [], ""
+        for word in s.split(" "):
+            if line and len(line) + 1 + len(word) > room / per:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+        w = max(len(t) for t in lines) * per
+        left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
+        left = min(max(left, self.EDGE), self.width - self.EDGE - w)
+        x = round({"start": left, "middle": left + w / 2, "end": left + w}[anchor], 2)
+        body = escape(lines[0]) + "".join(f'<tspan x="{x}" dy="1.15em">{escape(t)}</tspan>' for t in lines[1:])
+        self.below = max(self.below, y + (len(lines) - 1) * 1.15 * self.layout.type + 0.3 * self.layout.type - self.height)
+        self.parts.append(f'<text class="{cls}" x="{x}" y="{y}" text-anchor="{anchor}">{body}</text>')
         return self
 
     def render(self, title: str, desc: str) -> str:
         """The finished SVG: `title` and `desc` make it readable by screen readers."""
         body = "".join(self.parts)
         return (
-            f'<svg class="tw-svg" viewBox="0 0 {self.width} {self.height}" role="img">'
+            f'<svg class="tw-svg" viewBox="0 0 {self.width} {self.height + math.ceil(self.below)}" role="img">'
             f"<title>{escape(title)}</title>"
             f"<desc>{escape(desc)}</desc>{body}</svg>"
         )
