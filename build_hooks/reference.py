@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-from widgets_py.engine import registry
+from widgets_py.engine import registry, svg
 
 PINNED = Path(__file__).with_name("measured.json")
 LABEL = "{runtime}, valors de referència"  # the `runtime` output as the page shows it
@@ -49,16 +49,15 @@ def pin(name: str, values: dict, pinned: dict | None = None) -> dict:
 
 
 def run(name: str, params: dict) -> registry.Result:
-    """registry.run, with the measured values (and the figure and tables drawn from them) pinned."""
-    result = registry.run(name, params)
+    """registry.run in every layout the page holds (engine.svg.LAYOUTS), with the measured
+    values (and the figures and tables drawn from them) pinned."""
+    result = registry.run(name, params, svg.LAYOUTS)
     values = pin(name, result.values)
     if values is result.values:
         return result
     widget = registry.get(name)
     assert getattr(widget, "values", None) is None, f"{name}: a measured widget's state must be its values"
-    svg, alt = widget.figure(params, values)
-    tables = widget.tables(params, values) if widget.tables else ""
-    return registry.Result(values=values, figure=svg, alt=alt, tables=tables)
+    return registry.draw(name, params, values, svg.LAYOUTS)
 
 
 def compute(name: str, raw: dict) -> tuple[dict, dict]:

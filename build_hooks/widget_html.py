@@ -1,8 +1,10 @@
 """Static HTML of one widget instance: controls, prerendered figure, values and tables.
 
 The page is complete with JavaScript off: controls start disabled and the figure is
-the one CPython computed at build time. The browser host only enables the controls
-and swaps the parts marked here (`.tw-figure`, `[data-value]`, `.tw-tables`).
+the one CPython computed at build time, drawn once per layout (engine.svg: wide, and
+compact for a phone's column), each in its slot `[data-layout]` of `.tw-figure`; tw.css
+shows the one the figure's box fits. The browser host only enables the controls and swaps
+the parts marked here (a figure's slot, `[data-value]`, `.tw-tables`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,24 @@ def control(p: Param, value, uid: str) -> str:
     )
 
 
+def figure(result: registry.Result) -> str:
+    """The figure's slots, one per layout drawn: the page is right at any width before Python
+    arrives (figures.js puts a redrawn layout in its slot and marks the others stale)."""
+    drawn = result.figures or (("wide", result.figure),)
+    return "".join(f'<div class="tw-layout" data-layout="{escape(name)}">{svg}</div>' for name, svg in drawn)
+
+
+def params_line(w: registry.Widget, params: dict, shown: list[str] | None) -> str:
+    """The parameters the figure shows, as text: printed in place of the controls (tw.css
+    @media print); url-state.js rewrites it from the controls when the reader moves them."""
+    parts = []
+    for p in w.params:
+        if shown is not None and p.name not in shown:
+            continue
+        parts.append(f"{p.label}: {p.display(params[p.name])}")
+    return f'<p class="tw-params" data-print="params">Paràmetres: {escape("; ".join(parts))}.</p>' if parts else ""
+
+
 def widget(name: str, instance: str, params: dict, result: registry.Result, shown: list[str] | None = None) -> str:
     """One line of HTML (no blank lines, so Markdown leaves it alone).
 
@@ -96,13 +116,21 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
         f'<p class="tw-status" role="status" aria-live="polite">Figura calculada en construir la pàgina.</p>'
         f'<progress class="tw-progress" max="1" value="0" hidden></progress></div>'
         f'<div class="tw-body"><form class="tw-controls" aria-label="Controls: {named}">{controls}{train}</form>'
-        f'<figure class="tw-figure">{result.figure}</figure>'
-        f'<dl class="tw-values" aria-live="polite">{values}</dl>{tables}</div></div>'
+        f'<figure class="tw-figure">{figure(result)}</figure>'
+        f'<dl class="tw-values" aria-live="polite">{values}</dl>{tables}</div>'
+        f'{params_line(w, params, shown)}</div>'
     )
 
 
+LONG_TEXT = 24  # characters from which a value in prose (a sampled text, not a number) may wrap
+
+
 def live_number(ref: str, text: str, params: dict | None) -> str:
-    """A value inside prose: bound to a widget instance (`data-live`) or fixed parameters."""
+    """A value inside prose: bound to a widget instance (`data-live`) or fixed parameters.
+    A number keeps its unit on its line; a long text (a generated sample) wraps, or a phone's
+    page would scroll sideways (issue 28)."""
+    wrap = " tw-wrap" if len(text) >= LONG_TEXT else ""
     if params is None:
-        return f'<span class="tw-live" data-live="{escape(ref)}">{escape(text)}</span>'
-    return f'<span class="tw-fixed" data-fixed="{escape(ref)}" data-params="{_attr(params)}">{escape(text)}</span>'
+        return f'<span class="tw-live{wrap}" data-live="{escape(ref)}">{escape(text)}</span>'
+    return f'<span class="tw-fixed{wrap}" data-fixed="{escape(ref)}" data-params="{_attr(params)}">{escape(text)}</span>'
+

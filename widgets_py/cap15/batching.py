@@ -30,7 +30,7 @@ from ..models.quantiles import median
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
 from ..models.serving import Setup, decode_step, kv_bytes_per_token, ttft
-from ..engine.svg import Plot
+from ..engine.svg import Plot, current
 
 SETUP = Setup("llama-3-8b", "h100-80gb", "bf16", "bf16")  # the served model, GPU and formats
 PROMPT = 256  # prompt tokens of an ordinary request
@@ -167,8 +167,9 @@ def _grid(p: dict, state: State) -> str:
     plot.scales((0, width), (0, 1))
     for k, (title, continuous, key) in enumerate(runs):
         top = 8 + k * panel_h
-        plot.text(8, top + 14, f"{title} · {fmt.percent(v[key + '_idle'])} ocioses · "
-                  f"{fmt.number(v[key + '_occupied'], 1)} de {slots} ranures ocupades de mitjana", "start", "tw-note")
+        occupied = (f"{fmt.number(v[key + '_occupied'], 1)} de {slots} en ús" if plot.layout.compact else  # a phone's line
+                    f"{fmt.number(v[key + '_occupied'], 1)} de {slots} ranures ocupades de mitjana")
+        plot.text(8, top + 14, f"{title} · {fmt.percent(v[key + '_idle'])} ocioses · {occupied}", "start", "tw-note")
         y0 = top + 22
         plot.parts.append(f'<rect class="tw-slot-empty" x="{plot.x(0)}" y="{y0}" '
                           f'width="{plot.x(v[key + "_iterations"]) - plot.x(0):.2f}" height="{slots * row_h:.2f}"/>')
@@ -195,7 +196,7 @@ def _figure(p: dict, state: State) -> tuple[str, str]:
     v, gains = state.values, state.gains  # a staged run's sweep may be partial: its first counts
     # the slot grid is the same at every stage of a change (the runs at the chosen slots):
     # drawn once (kept as the sweep is)
-    grid = pretrained.derived(("batching.grid", p["slots"], p["requests"], p["variability"], p["arrival_gap_ms"],
+    grid = pretrained.derived(("batching.grid", current().name, p["slots"], p["requests"], p["variability"], p["arrival_gap_ms"],
                                p["kv_memory"], p["seed"]), lambda: _grid(p, state))
     top = max(4.5, max(gains, default=0) * 1.1)
     plot = Plot(height=240).scales((1, 64), (0, top), xlog=True)

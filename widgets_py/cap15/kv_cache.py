@@ -96,7 +96,8 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     for title, reserve, y in rows:
         x = 0.0
         used_sum, res_sum = int(lengths.sum()), int(sum(reserve))
-        plot.text(12, y - 8, f"{title} · {fmt.si(used_sum, 1)} de {fmt.si(res_sum, 1)} tokens · "
+        counts = "" if plot.layout.compact else f" · {fmt.si(used_sum, 1)} de {fmt.si(res_sum, 1)} tokens"  # a phone: the panel has them
+        plot.text(12, y - 8, f"{title.split(':')[0] if plot.layout.compact else title}{counts} · "
                   f"{fmt.percent(1 - used_sum / res_sum)} malbaratat", "start", "tw-note")
         for n, r in zip(lengths, reserve):
             x0, x1, xu = plot.x(x), plot.x(x + r), plot.x(x + n)

@@ -24,7 +24,7 @@ from ..models.quantiles import median
 from ..models.numformats import decode, encode_many, quantize
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
-from ..engine.svg import Plot
+from ..engine.svg import Plot, current
 from ..models.train import evaluate
 
 OUTLIER_CHANNELS = (3, 11, 27)
@@ -250,7 +250,7 @@ def _drawing(outliers: float, group: int, handling: str) -> tuple[Plot, list[flo
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
-    plot, zeroed, shown = memo(("figure", p["outliers"], p["group"], p["outlier_handling"]),
+    plot, zeroed, shown = memo(("figure", current().name, p["outliers"], p["group"], p["outlier_handling"]),
                                lambda: _drawing(p["outliers"], p["group"], p["outlier_handling"]))
     alt = (f"Una columna de pesos de la primera capa, {shown} entrades seguides, amb outliers de "
            f"{fmt.number(p['outliers'])}× (en un altre color, a la vora). A INT4 arrodoneixen a zero "

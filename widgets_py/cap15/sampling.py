@@ -19,7 +19,7 @@ from ..engine import fmt
 from ..models import corpus, gpt, pretrained
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
-from ..engine.svg import Plot
+from ..engine.svg import Plot, current
 
 SAMPLE_CHARS = 120  # characters generated with the current settings
 SAMPLE_STAGE = 30  # characters per stage of the sample shown while it is generated
@@ -237,7 +237,7 @@ def _drawing(position: int, temperature: float, top_k: int, top_p: float, min_p:
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     key = tuple(p[k] for k in DRAWN)
-    plot = pretrained.derived(("sampling.figure",) + key, lambda: _drawing(*key))
+    plot = pretrained.derived(("sampling.figure", current().name) + key, lambda: _drawing(*key))  # one per layout
     alt = (f"Distribució del següent caràcter: en queden {v['kept']} candidats amb el "
            f"{fmt.percent(v['mass_kept'])} de la massa; el més probable és «{v['top_token']}» "
            f"({fmt.percent(v['top_prob'])}).")

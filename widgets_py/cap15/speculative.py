@@ -19,7 +19,7 @@ from ..engine import fmt
 from ..models import corpus, gpt, pretrained
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget, finish
-from ..engine.svg import Plot
+from ..engine.svg import Plot, current
 
 PROMPT_CHARS = 32  # + at most 96 generated tokens: every position stays < 128, the trained window
 
@@ -202,9 +202,11 @@ MARKS = {"accepted": ("tw-s3", "acceptat"), "rejected": ("tw-cut", "rebutjat"),
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     shown = v["shown"]
-    per_row, size = 24, 24
+    size, compact = 24, current().compact
+    per_row = (current().width - 20) // (size + 2) if compact else 24  # as many boxes as the width holds
     rows = -(-len(shown) // per_row)
-    plot = Plot(height=20 + rows * (size + 8) + 24)  # token rows, then the legend's row
+    legend_h = 20 * len(MARKS) + 4 if compact else 24  # a phone stacks the legend
+    plot = Plot(height=20 + rows * (size + 8) + legend_h)  # token rows, then the legend's row
     for i, (char, mark) in enumerate(shown):
         x, y = 10 + (i % per_row) * (size + 2), 10 + (i // per_row) * (size + 8)
         cls = MARKS[mark][0]
@@ -213,7 +215,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
         plot.text(x + size / 2, y + size / 2 + 5, char, "middle", "tw-tok-text" + (" tw-struck" if mark == "rejected" else ""))
     y = 20 + rows * (size + 8)
     for j, (mark, (cls, label)) in enumerate(MARKS.items()):
-        x = 10 + j * 150
+        x, y = (10, 20 + rows * (size + 8) + 20 * j) if compact else (10 + j * 150, y)
         plot.parts.append(f'<rect class="tw-tok {cls}" x="{x}" y="{y}" width="14" height="14" rx="2"/>')
         plot.text(x + 20, y + 12, label, "start", "tw-note")
     if "identical" not in v:  # a staged run, still going

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 
-from . import registry
+from . import registry, svg
 
 
 def prepare() -> None:
@@ -53,17 +53,18 @@ def warm_runs() -> str:
                        if registry.is_staged(name) and not registry.get(name).measured])
 
 
-def render(name: str, params_json: str) -> str:
-    """Run widget `name` with JSON params; return values, their Catalan text and the figure."""
-    return json.dumps(registry.reply(name, json.loads(params_json)), ensure_ascii=False)
+def render(name: str, params_json: str, layout: str = svg.WIDE.name) -> str:
+    """Run widget `name` with JSON params; return values, their Catalan text and the figure
+    drawn for `layout` (the one the page shows: engine.svg)."""
+    return json.dumps(registry.reply(name, json.loads(params_json), layout), ensure_ascii=False)
 
 
 class Run:
     """One widget run, a stage per call: the worker posts each partial and, between stages,
     lets other calls in (a long compute yields Partials; any other compute is one stage)."""
 
-    def __init__(self, name: str, params_json: str):
-        self.stages = registry.replies(name, json.loads(params_json))
+    def __init__(self, name: str, params_json: str, layout: str = svg.WIDE.name):
+        self.stages = registry.replies(name, json.loads(params_json), layout)  # figures for the layout shown
         self.wait = None
 
     def advance(self) -> str:
@@ -100,17 +101,18 @@ def source(name: str) -> str:
     return edits.source(name)
 
 
-def render_edited(name: str, key: str, code: str, params_json: str) -> str:
+def render_edited(name: str, key: str, code: str, params_json: str, layout: str = svg.WIDE.name) -> str:
     """render() with the reader's edit of the widget's module, or the edit's error (edits.py)."""
     from . import edits
-    return edits.render(name, key, code, params_json)
+    return edits.render(name, key, code, params_json, layout)
 
 
 class Trainer:
     """The training run of a trainable widget, advanced a few steps per call by the worker."""
 
-    def __init__(self, name: str, params_json: str):
+    def __init__(self, name: str, params_json: str, layout: str = svg.WIDE.name):
         widget = registry.get(name)
+        self.layout = svg.layout(layout)  # the curve is drawn for the layout the page shows
         if widget.trainable is None:
             raise ValueError(f"el widget '{name}' no és entrenable")
         self.trainable = widget.trainable
@@ -123,5 +125,7 @@ class Trainer:
         at the end (the worker draws only the updates it shows)."""
         data = self.run.advance(n)
         if draw or data["done"]:
-            data["figure"] = self.trainable.curve(self.run.history, self.run.tc.steps)
+            with svg.drawing(self.layout):
+                data["figure"] = self.trainable.curve(self.run.history, self.run.tc.steps)
+            data["layout"] = self.layout.name
         return json.dumps(data)

@@ -91,14 +91,15 @@ def _line(exc: BaseException, filename: str) -> int | None:
     return lines[-1] if lines else None
 
 
-def render(name: str, key: str, code: str, params_json: str) -> str:
-    """browser.render with the edited module; or {"error": {kind, message, line}}."""
+def render(name: str, key: str, code: str, params_json: str, layout: str = "wide") -> str:
+    """browser.render with the edited module (its figure drawn for `layout`, engine.svg); or
+    {"error": {kind, message, line}}."""
     filename = _filename(module_of(name))
     try:
         widget = load(name, key, code)
         digest = _loaded[key][0]  # results kept for the weights are this text's own (pretrained.scoped)
         with registry.substituted(name, widget), pretrained.scoped(("edit", digest)):
-            return json.dumps(registry.reply(name, json.loads(params_json)), ensure_ascii=False)
+            return json.dumps(registry.reply(name, json.loads(params_json), layout), ensure_ascii=False)
     except BaseException as exc:  # noqa: BLE001 - the reader's code may raise anything (SystemExit too): report it, keep the worker
         _loaded.pop(key, None)
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc) or repr(exc)

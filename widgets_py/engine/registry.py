@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
+from . import svg
 from .params import ParamError, validate
 from .widget import Partial, Result, Widget, finish, mapped
 
@@ -127,42 +128,59 @@ def compute(name: str, raw: dict[str, Any] | None = None) -> tuple[dict, dict]:
     return params, _values(widget, _state(widget, params))
 
 
-def _drawn(widget: Widget, params: dict, state: Any, partial: bool = False) -> Result:
-    svg, alt = widget.figure(params, state)
+def _drawn(widget: Widget, params: dict, state: Any, partial: bool = False,
+           layouts: tuple[svg.Layout, ...] = (svg.WIDE,)) -> Result:
+    """The figure in each of `layouts` (engine.svg.drawing), the values and the tables."""
+    figures, alt = [], ""
+    for lay in layouts:
+        with svg.drawing(lay):
+            drawn, said = widget.figure(params, state)
+        figures.append((lay.name, drawn))
+        alt = alt or said  # the first layout's: the numbers a figure states do not depend on its width
     tables = widget.tables(params, state) if widget.tables else ""
-    return Result(values=_values(widget, state, partial), figure=svg, alt=alt, tables=tables)
+    return Result(values=_values(widget, state, partial), figure=figures[0][1], alt=alt, tables=tables,
+                  figures=tuple(figures))
+
+
+def draw(name: str, params: dict, state: Any, layouts: tuple[svg.Layout, ...] = svg.LAYOUTS) -> Result:
+    """The figures (in each of `layouts`), values and tables of `state`, a state computed
+    elsewhere (build_hooks.reference: the clock's pinned timings)."""
+    return _drawn(get(name), params, state, layouts=layouts)
 
 
 def _as_reply(name: str, result: Result) -> dict[str, Any]:
     return {"values": result.values, "text": formatted(name, result.values), "figure": result.figure,
-            "alt": result.alt, "tables": result.tables}
+            "layout": result.figures[0][0], "alt": result.alt, "tables": result.tables}
 
 
-def run(name: str, raw: dict[str, Any] | None = None) -> Result:
-    """Validate `raw` against the widget's declared parameters, compute once, and draw."""
+def run(name: str, raw: dict[str, Any] | None = None, layouts: tuple[svg.Layout, ...] = (svg.WIDE,)) -> Result:
+    """Validate `raw` against the widget's declared parameters, compute once, and draw (in
+    each of `layouts`: the build asks for all of them, the browser for the one it shows)."""
     widget = get(name)
     params = validate(widget.params, raw or {})
-    return _drawn(widget, params, _state(widget, params))
+    return _drawn(widget, params, _state(widget, params), layouts=layouts)
 
 
-def reply(name: str, raw: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One run as the browser gets it: values, their Catalan text, the figure and tables."""
-    return _as_reply(name, run(name, raw))
+def reply(name: str, raw: dict[str, Any] | None = None, layout: str = svg.WIDE.name) -> dict[str, Any]:
+    """One run as the browser gets it: values, their Catalan text, the figure drawn for
+    `layout` (and its name) and tables."""
+    return _as_reply(name, run(name, raw, (svg.layout(layout),)))
 
 
-def replies(name: str, raw: dict[str, Any] | None = None):
+def replies(name: str, raw: dict[str, Any] | None = None, layout: str = svg.WIDE.name):
     """reply(), stage by stage: a long compute's partials first (each with `partial`, `done`
     and `message`; its values may lack outputs still to come), then the final reply."""
     widget = get(name)
     params = validate(widget.params, raw or {})
+    layouts = (svg.layout(layout),)
 
     def shown(part: Partial) -> dict:
         progress = {"partial": True, "done": part.done, "message": part.message}
         if part.wait is not None:  # not JSON: browser.Run takes it out
             progress["wait"] = part.wait
-        return progress | _as_reply(name, _drawn(widget, params, part.state, partial=True))
+        return progress | _as_reply(name, _drawn(widget, params, part.state, partial=True, layouts=layouts))
     state = yield from mapped(_stages(widget, params), shown)
-    yield _as_reply(name, _drawn(widget, params, state))
+    yield _as_reply(name, _drawn(widget, params, state, layouts=layouts))
 
 
 def _plain(value: Any) -> Any:

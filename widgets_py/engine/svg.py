@@ -2,11 +2,21 @@
 
 Figures carry no colours of their own: classes such as `tw-s1` are coloured by the
 site's stylesheet, so light and dark mode both read well and the SVG stays small.
+
+A figure is drawn for the width it is shown at (Observable Plot's habit), in one of two
+layouts: `WIDE` (the page's column on a tablet or a desktop) and `COMPACT` (a phone's
+column, below `COMPACT_BELOW` CSS px). The registry draws each layout the page needs inside
+`drawing(layout)`; a `Plot` made there takes that layout's width, and its axes thin their
+labels to what fits. The page holds both drawings and tw.css shows the one its box fits, so
+a widget's `figure(params, state)` keeps its signature and draws either: where it places
+something by hand it reads `current()` (a legend stacked on a phone, say).
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from html import escape
 
@@ -39,11 +49,70 @@ class Scale:
         return np.round(self.a + t * (self.b - self.a), 2).tolist()
 
 
+@dataclass(frozen=True)
+class Layout:
+    """The box a figure is drawn for."""
+
+    name: str  # data-layout of its slot in the page (widget_html.py), and of the worker's call
+    width: int  # viewBox width, user units: the figure's height is the widget's own, so a narrow layout is taller
+    type: float  # font size of the figure's text, user units: tw.css sets it ([data-layout] .tw-svg text)
+    compact: bool  # fewer tick labels, legends stacked, labels above rather than beside
+
+    def fits(self, text: str, room: float) -> bool:
+        """Whether `text` is likely to fit in `room` user units (a character ~0.6 em wide)."""
+        return len(text) * 0.6 * self.type <= room
+
+
+# A phone's column at 360 CSS px leaves a widget's figure ~300 px: 320 units drawn at 14
+# (tw.css) show text at >= 12.5 px there (WCAG's 'readable' and issue 28's >= 11 px), where
+# the wide layout's 640 units at 11-12 would show 5-6 px. The wide layout is the figures'
+# first and only drawing before issue 28: unchanged, byte for byte.
+WIDE = Layout("wide", 640, 12, compact=False)
+COMPACT = Layout("compact", 320, 14, compact=True)
+LAYOUTS = (WIDE, COMPACT)
+COMPACT_BELOW = 480  # CSS px of the figure's box under which COMPACT is shown (tw.css, @container)
+_drawn_for: ContextVar[Layout] = ContextVar("layout", default=WIDE)
+
+
+def current() -> Layout:
+    """The layout being drawn (WIDE outside `drawing`)."""
+    return _drawn_for.get()
+
+
+def layout(name: str) -> Layout:
+    for lay in LAYOUTS:
+        if lay.name == name:
+            return lay
+    raise ValueError(f"disposició desconeguda '{name}'; permeses: {', '.join(x.name for x in LAYOUTS)}")
+
+
+@contextmanager
+def drawing(lay: Layout):
+    """Within the block, figures are drawn for `lay` (a context variable, reset on exit: a
+    run's layout never outlives its call)."""
+    token = _drawn_for.set(lay)
+    try:
+        yield lay
+    finally:
+        _drawn_for.reset(token)
+
+
+def thinned(ticks, at, size, gap: float) -> list:
+    """Every k-th of `ticks` (the first included), k the smallest for which neighbouring
+    labels keep `gap` units apart: a label t sits at `at(t)` and is `size(t)` units long."""
+    ticks = list(ticks)
+    for k in range(1, max(len(ticks), 1)):
+        kept = ticks[::k]
+        if all(abs(at(b) - at(a)) >= (size(a) + size(b)) / 2 + gap for a, b in zip(kept, kept[1:])):
+            return kept
+    return ticks[:1]
+
+
 @dataclass
 class Plot:
     """One chart: a plotting box inside a fixed viewBox, with x and y scales."""
 
-    width: int = 640
+    width: int = field(default_factory=lambda: current().width)
     height: int = 360
     left: int = 64
     right: int = 30
@@ -52,6 +121,8 @@ class Plot:
     x: Scale | None = None
     y: Scale | None = None
     parts: list[str] = field(default_factory=list)
+    layout: Layout = field(default_factory=current)
+    below: float = 0  # user units that wrapped text (compact) reaches below `height`: the viewBox grows by them
 
     def scales(self, x: tuple[float, float], y: tuple[float, float], xlog=False, ylog=False):
         self.x = Scale(x[0], x[1], self.left, self.width - self.right, xlog)
@@ -62,14 +133,21 @@ class Plot:
         """Grid lines and tick labels at the given data values."""
         x0, x1 = self.left, self.width - self.right
         y0, y1 = self.height - self.bottom, self.top
+        xlabelled, ylabelled = set(xticks), set(yticks)
+        if self.layout.compact:  # every grid line, but only the labels that fit apart
+            em = 0.6 * self.layout.type
+            xlabelled = set(thinned(xticks, self.x, lambda t: len(fmt(t)) * em, em))
+            ylabelled = set(thinned(yticks, self.y, lambda t: self.layout.type, self.layout.type / 2))
         for t in xticks:
             px = self.x(t)
             self.parts.append(f'<line class="tw-grid" x1="{px}" y1="{y0}" x2="{px}" y2="{y1}"/>')
-            self.text(px, y0 + 16, fmt(t), "middle", "tw-tick")
+            if t in xlabelled:
+                self.text(px, y0 + 16, fmt(t), "middle", "tw-tick")
         for t in yticks:
             py = self.y(t)
             self.parts.append(f'<line class="tw-grid" x1="{x0}" y1="{py}" x2="{x1}" y2="{py}"/>')
-            self.text(x0 - 6, py + 4, fmt(t), "end", "tw-tick")
+            if t in ylabelled:
+                self.text(x0 - 6, py + 4, fmt(t), "end", "tw-tick")
         self.parts.append(f'<rect class="tw-frame" x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}"/>')
         self.text((x0 + x1) / 2, self.height - 8, xlabel, "middle", "tw-label")
         cy = (y0 + y1) / 2
@@ -101,14 +179,42 @@ class Plot:
         return self
 
     def text(self, x: float, y: float, s: str, anchor: str = "start", cls: str = "tw-note") -> "Plot":
+        if self.layout.compact:
+            return self._fitted(x, y, s, anchor, cls)
         self.parts.append(f'<text class="{cls}" x="{x}" y="{y}" text-anchor="{anchor}">{escape(s)}</text>')
+        return self
+
+    EM = 0.55  # a character's mean width in em, for the fit below (the system sans fonts, Catalan text)
+    EDGE = 3  # user units kept clear at the viewBox's sides
+
+    def _fitted(self, x: float, y: float, s: str, anchor: str, cls: str) -> "Plot":
+        """A compact layout's text, kept inside the viewBox: a line longer than the box wraps at
+        spaces (the lines below the first), and a line that would cross a side moves in from it.
+        Text placed by hand for a 640-unit box (a label beside its line) stays readable."""
+        per = self.EM * self.layout.type
+        room = self.width - 2 * self.EDGE
+        lines, line = [], ""
+        for word in s.split(" "):
+            if line and len(line) + 1 + len(word) > room / per:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+        w = max(len(t) for t in lines) * per
+        left = {"start": x, "middle": x - w / 2, "end": x - w}[anchor]
+        left = min(max(left, self.EDGE), self.width - self.EDGE - w)
+        x = round({"start": left, "middle": left + w / 2, "end": left + w}[anchor], 2)
+        body = escape(lines[0]) + "".join(f'<tspan x="{x}" dy="1.15em">{escape(t)}</tspan>' for t in lines[1:])
+        self.below = max(self.below, y + (len(lines) - 1) * 1.15 * self.layout.type + 0.3 * self.layout.type - self.height)
+        self.parts.append(f'<text class="{cls}" x="{x}" y="{y}" text-anchor="{anchor}">{body}</text>')
         return self
 
     def render(self, title: str, desc: str) -> str:
         """The finished SVG: `title` and `desc` make it readable by screen readers."""
         body = "".join(self.parts)
         return (
-            f'<svg class="tw-svg" viewBox="0 0 {self.width} {self.height}" role="img">'
+            f'<svg class="tw-svg" viewBox="0 0 {self.width} {self.height + math.ceil(self.below)}" role="img">'
             f"<title>{escape(title)}</title>"
             f"<desc>{escape(desc)}</desc>{body}</svg>"
         )

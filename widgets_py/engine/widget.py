@@ -10,6 +10,12 @@ prerender the page at build time (CPython) and recompute it in the reader's brow
 
 `values` may be omitted when `compute` returns the values dict itself.
 
+`figure` is called once per layout the page needs (engine.svg: WIDE, and COMPACT for a
+phone's column), inside `svg.drawing(layout)`: a `Plot` takes the layout's width and type,
+and a figure that places things by hand reads `svg.current()`. The build draws both (the
+page shows the one its box fits before Python arrives); the browser redraws only the one
+shown. A drawing kept between calls (a memo) is kept per layout.
+
 A long `compute` (timing runs, several model evaluations) is a generator: it yields
 `Partial(state so far, fraction done, message)` between its stages and returns the final
 state. Python callers get the final state only; the browser worker shows each partial
@@ -28,9 +34,10 @@ from .params import Output, Param, ParamError
 @dataclass(frozen=True)
 class Result:
     values: dict[str, Any]  # named outputs: plain numbers, booleans or short strings
-    figure: str  # SVG markup, styled by the site's CSS classes
+    figure: str  # SVG markup, styled by the site's CSS classes (the first layout drawn: WIDE unless asked)
     alt: str  # text alternative of the figure, stating its key numbers
     tables: str = ""  # optional HTML tables (already formatted in Catalan)
+    figures: tuple[tuple[str, str], ...] = ()  # (layout name, SVG) of every layout drawn, `figure` first
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ class Widget:
     params: tuple[Param, ...]
     outputs: tuple[Output, ...]
     compute: Callable[..., Any]  # (**params) -> state, or a generator of Partial returning the state
-    figure: Callable[[dict, Any], tuple[str, str]]  # (params, state) -> (svg, alt)
+    figure: Callable[[dict, Any], tuple[str, str]]  # (params, state) -> (svg, alt), for svg.current()'s layout
     values: Callable[[Any], dict[str, Any]] | None = None  # state -> named values (None: state is them)
     tables: Callable[[dict, Any], str] | None = None  # (params, state) -> html
     summary: str = ""  # one Catalan sentence: what the widget computes

@@ -279,7 +279,8 @@
       let data;
       try {
         kernel.tainted = true; // from now on this worker may differ from the shipped code anywhere
-        data = await kernel.call(EDITED, { widget: this.w.dataset.widget, key: storageKey(this.w), code, params });
+        data = await kernel.call(EDITED, { widget: this.w.dataset.widget, key: storageKey(this.w), code, params,
+          layout: tw.figures.shown(this.w) });
       } catch (error) {
         this.say(TEXT.error({ kind: error.kind === "stopped" ? "Aturat" : "Error", message: error.message }));
         throw error;

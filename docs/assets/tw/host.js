@@ -44,10 +44,10 @@
 
   /** A reply, or a long run's partial (its values may lack outputs still to come: pending). */
   function apply(w, data) {
-    tw.markup.fill(part(w, ".tw-figure"), data.figure); // cleaned: the output may be a reader's edit's (markup.js)
     const tables = part(w, ".tw-tables");
     if (tables) tw.markup.fill(tables, data.tables);
     if (!data.partial) w.dataset.values = JSON.stringify(data.values); // raw numbers, for tests and the curious
+    tw.figures.show(w, data); // into the slot of the layout it was drawn for (figures.js)
     w.querySelectorAll(".tw-values [data-value]").forEach((row) => {
       const known = row.dataset.value in data.text;
       row.classList.toggle("tw-pending", !known);
@@ -113,7 +113,7 @@
         showPartial(w, data);
       };
       lane.call = edited ? tw.codepanel.run(w, here.kernel, params)
-        : here.kernel.call(RUN, { widget: w.dataset.widget, params }, onStep);
+        : here.kernel.call(RUN, { widget: w.dataset.widget, params, layout: tw.figures.shown(w) }, onStep);
       outcome = { ok: true, data: await lane.call };
     } catch (error) {
       outcome = { ok: false, error };
@@ -206,15 +206,20 @@
       here.lane.set(w, { busy: false, next: null, call: null });
       tw.addCopyButton(w);
       if (tw.codepanel) tw.codepanel.setup(w, { kernel: () => here.kernel, recompute: () => request(w), restart });
-      if (tw.applyUrlState(w) !== null) w.dataset.fromUrl = "true";
+      if (tw.applyUrlState(w) !== null) {
+        w.dataset.fromUrl = "true";
+        tw.showParams(w);
+      }
       const trainer = tw.trainer.setup(w, { kernel: () => here.kernel, onTrained: afterTraining, onStopped: request });
       if (trainer) here.trainers.push(trainer);
       const form = part(w, ".tw-controls");
       form.addEventListener("submit", (e) => e.preventDefault());
       form.addEventListener("input", (e) => {
         if (e.target.type === "range") tw.showSlider(e.target);
+        tw.showParams(w); // the printed line of parameters (url-state.js)
         request(w);
       });
+      tw.figures.watch(w, () => w.dataset.state === "ready" && request(w)); // a stale layout comes into view
     });
     adopt(here);
   }

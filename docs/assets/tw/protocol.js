@@ -19,6 +19,11 @@
 // Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
 // `versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of
 // the scripts it imports. Python never posts to the page: worker.js alone does (lockdown.js).
+//
+// A figure is drawn for one layout (widgets_py/engine/svg.py: "wide", "compact" for a
+// phone's column). The page holds a drawing of each and shows the one its box fits
+// (tw.css); RUN, EDITED and TRAIN take the `layout` shown (figures.js), LAYOUT if absent,
+// and the figure of their steps and reply is drawn for it (echoed as `layout`).
 (function (scope) {
   "use strict";
   const tw = (scope.tw = scope.tw || {});
@@ -36,13 +41,14 @@
     WARM: "event:warm",
     STEP: "step",
     REPLY: "reply",
+    LAYOUT: "wide", // a call's layout when it names none (engine/svg.py WIDE)
     CALLS: Object.freeze({
-      RUN: "run", // {widget, params} -> steps {partial, done, message, values, text, figure, alt, tables},
-      //           reply {values, text, figure, alt, tables} | {cancelled}
+      RUN: "run", // {widget, params, layout} -> steps {partial, done, message, values, text, figure, layout, alt, tables},
+      //           reply {values, text, figure, layout, alt, tables} | {cancelled}
       FIXED: "fixed", // {widget, params} -> {values, text}: numbers only, for prose at fixed params
-      TRAIN: "train", // {widget, params} -> steps {step, steps, status, figure}, reply {status, elapsed_s} | {cancelled}
+      TRAIN: "train", // {widget, params, layout} -> steps {step, steps, status, figure, layout}, reply {status, elapsed_s} | {cancelled}
       SOURCE: "source", // {widget} -> {module, file, source}: the widget's module as shipped (codepanel.js)
-      EDITED: "edited", // {widget, key, code, params} -> like RUN with the edited module, or {error: {kind, message, line}}
+      EDITED: "edited", // {widget, key, code, params, layout} -> like RUN with the edited module, or {error: {kind, message, line}}
     }),
   });
 })(self);

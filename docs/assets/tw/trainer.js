@@ -33,7 +33,7 @@
       parts.bar.hidden = !on;
     };
     const step = (data) => {
-      tw.markup.fill(w.querySelector(".tw-figure"), data.figure); // cleaned, as every output (markup.js)
+      tw.figures.show(w, data); // the curve, drawn for the layout shown, cleaned (figures.js, markup.js)
       parts.bar.value = data.step / data.steps;
       parts.status.textContent = data.status;
       w.dataset.trainStep = data.step;
@@ -41,7 +41,8 @@
 
     parts.start.addEventListener("click", async () => {
       show(true);
-      running = kernel().call(tw.protocol.CALLS.TRAIN, { widget: w.dataset.widget, params: tw.readParams(w) }, step);
+      const layout = tw.figures.shown(w);
+      running = kernel().call(tw.protocol.CALLS.TRAIN, { widget: w.dataset.widget, params: tw.readParams(w), layout }, step);
       try {
         const data = await running;
         show(false);

@@ -65,6 +65,22 @@
     el.setAttribute("aria-valuetext", label);
   }
 
+  /** The printed line of parameters (widget_html.params_line: controls are not printed),
+   *  rewritten from the controls as the reader moves them. */
+  function showParams(w) {
+    const line = w.querySelector(".tw-params");
+    if (!line) return;
+    const parts = controlsOf(w).filter((el) => el.type !== "hidden").map((el) => {
+      const label = el.closest(".tw-control").querySelector("label").cloneNode(true);
+      label.querySelectorAll("output, input").forEach((part) => part.remove()); // the name alone
+      const name = label.textContent.trim();
+      if (el.type === "checkbox") return `${name}: ${el.checked ? "sí" : "no"}`;
+      if (el.tagName === "SELECT") return `${name}: ${el.selectedOptions[0].textContent}`;
+      return `${name}: ${slider.label(el, Number(el.value))}`;
+    });
+    line.textContent = `Paràmetres: ${parts.join("; ")}.`;
+  }
+
   function linkFor(w) {
     const params = readParams(w);
     const fixed = new Set(controlsOf(w).filter((el) => el.type === "hidden").map((el) => el.name));
@@ -152,5 +168,5 @@
     w.querySelector(".tw-controls").append(button);
   }
 
-  Object.assign(tw, { readParams, controlsOf, showSlider, applyUrlState, addCopyButton, linkFor, slider, grouped });
+  Object.assign(tw, { readParams, controlsOf, showSlider, showParams, applyUrlState, addCopyButton, linkFor, slider, grouped });
 })();

@@ -179,8 +179,8 @@ const CALLS = {
   // the widget on the page, whose main thread competes with this worker and the kernel's
   // helper for the machine's cores); between stages other calls run, and a run the page has
   // cancelled (a newer change of the same widget) stops
-  [P.CALLS.RUN]: async ({ widget, params }, id) => {
-    const run = entry.Run(widget, JSON.stringify(params));
+  [P.CALLS.RUN]: async ({ widget, params, layout = P.LAYOUT }, id) => {
+    const run = entry.Run(widget, JSON.stringify(params), layout);
     let shown = -Infinity;
     try {
       for (;;) {
@@ -200,14 +200,14 @@ const CALLS = {
   },
   [P.CALLS.FIXED]: ({ widget, params }) => JSON.parse(entry.fixed(widget, JSON.stringify(params))),
   [P.CALLS.SOURCE]: ({ widget }) => JSON.parse(entry.source(widget)),
-  [P.CALLS.EDITED]: ({ widget, key, code, params }) =>
-    JSON.parse(entry.render_edited(widget, key, code, JSON.stringify(params))),
+  [P.CALLS.EDITED]: ({ widget, key, code, params, layout = P.LAYOUT }) =>
+    JSON.parse(entry.render_edited(widget, key, code, JSON.stringify(params), layout)),
   // a few steps per turn, so that cancels and widget runs wait little; the curve is drawn
   // and shown at most every SHOW_MS: each update re-renders the figure on the page, whose
   // main thread then competes with this worker for the machine's cores (benchmarks/training.py
   // times the whole run)
-  [P.CALLS.TRAIN]: async ({ widget, params }, id) => {
-    const trainer = entry.Trainer(widget, JSON.stringify(params));
+  [P.CALLS.TRAIN]: async ({ widget, params, layout = P.LAYOUT }, id) => {
+    const trainer = entry.Trainer(widget, JSON.stringify(params), layout);
     let shown = -Infinity;
     try {
       for (;;) {
