@@ -60,9 +60,10 @@ def test_seeded_and_deterministic():
 def test_ttft_by_hand_counts_the_cache_written_and_the_prefix_read():
     v = run("kv_cache").values  # Llama 3 70B, bf16 weights and cache, H100 SXM
     c = counts(MODELS["llama-3-70b"])
-    def prefill(new, cached):  # the cache moved (written and reused) + the matmuls' roofline
-        return (new + cached) * 327_680 / 3350e9 + max(new * 2 * (c.total - c.lookup) / 990e12,
-                                                       2 * (c.total - c.lookup + new * 8192) / 3350e9)
+    def prefill(new, cached):  # attention (its causal QKᵀ and AV, or the cache moved) + the matmuls' roofline
+        pairs = new * cached + new * (new + 1) / 2
+        attention = max(pairs * 2 * 64 * 256 * 80 / 990e12, (new + cached) * 327_680 / 3350e9)
+        return attention + max(new * 2 * (c.total - c.lookup) / 990e12, 2 * (c.total - c.lookup + new * 8192) / 3350e9)
     assert v["ttft_without_ms"] == pytest.approx(1e3 * prefill(2040, 0))
     assert v["ttft_with_ms"] == pytest.approx(1e3 * prefill(40, 2000))
 
