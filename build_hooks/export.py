@@ -155,7 +155,18 @@ def _links(html: str, page: str, site_url: str | None) -> str:
             return f'<a{attrs} href="{escape(url)}" data-tw-external rel="noopener"'
         return f'<a{attrs} data-tw-absent title="Aquesta pàgina no és dins d\'aquest fitxer ({escape(target)})"'
 
-    return ANCHOR.sub(rewrite, html)
+    return ABSENT.sub(_no_name, ANCHOR.sub(rewrite, html))
+
+
+ABSENT = re.compile(r"<a\b[^>]*\bdata-tw-absent\b[^>]*>")
+
+
+def _no_name(m: re.Match) -> str:
+    """An <a> without href is no link but a generic element: a name of its own (the logo's
+    aria-label) is prohibited there (axe: aria-prohibited-attr), and a second title is ignored."""
+    tag = re.sub(r'\saria-label="[^"]*"', "", m.group(0))
+    first = tag.find(' title="')
+    return tag[:first + 1] + re.sub(r'\stitle="[^"]*"', "", tag[first + 1:]) if first >= 0 else tag
 
 
 def _material_config(m: re.Match) -> str:

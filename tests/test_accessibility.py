@@ -98,3 +98,38 @@ def test_axe_finds_no_violation_in_widgets_without_python(browser, server, site,
     found = [(path, *v) for v in probe(browser, server + path, axe_source, scheme, python=False)]
     if found:
         pytest.fail(report(found), pytrace=False)
+
+
+def download_pages(site: Path) -> list[str]:
+    """The single-file chapters (build_hooks/downloads.py), each the page with its files inlined."""
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob(f"*{SUFFIX}"))
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_axe_finds_no_violation_on_the_download_pages(browser, server, site, axe_source, scheme):
+    paths = download_pages(site)
+    assert paths, "no single-file chapter in the site"
+    found = [(path, *v) for path in paths for v in probe(browser, server + path, axe_source, scheme)]
+    if found:
+        pytest.fail(report(found), pytrace=False)
+
+
+PENDING = ".tw-widget:has(.tw-values .tw-pending)"
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_axe_finds_no_violation_while_values_are_pending(browser, server, site, axe_source, scheme):
+    """A long run's values still to come (the clock timing, host.js showPartial) are shown
+    pending: still text a reader must be able to read (issue 28: #808080 on #f5f5f5)."""
+    context = browser.new_context(color_scheme=scheme, service_workers="block")
+    try:
+        context.add_init_script(axe_source)
+        page = context.new_page()
+        page.goto(server + widget_pages(site)[0])
+        page.wait_for_selector(PENDING, timeout=BOOT_MS)  # the clock times itself once Python is ready (autorun)
+        found = page.evaluate(AXE_RUN, [PENDING, TAGS])
+    finally:
+        context.close()
+    found = [("pending", *v) for v in found if (v[0], v[1]) not in THEME]
+    if found:
+        pytest.fail(report(found), pytrace=False)

@@ -45,7 +45,8 @@ FIGURE_TEXTS = """() => [...document.querySelectorAll('.tw-figure svg text')]
     const m = t.getScreenCTM(), svg = t.ownerSVGElement.getBoundingClientRect(), r = t.getBoundingClientRect();
     const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
     const out = r.left < svg.left - 1 || r.right > svg.right + 1 || r.top < svg.top - 1 || r.bottom > svg.bottom + 1;
-    return [t.closest('.tw-widget').id, t.closest('[data-layout]').dataset.layout, t.textContent.slice(0, 40),
+    const slot = t.closest('[data-layout]');  // none: a page from before issue 28
+    return [t.closest('.tw-widget').id, slot ? slot.dataset.layout : '-', t.textContent.slice(0, 40),
             Math.round(px * 10) / 10, out];
   })"""
 SHOWN_LAYOUTS = """() => [...document.querySelectorAll('.tw-figure')].map(f =>
