@@ -232,12 +232,16 @@ def _drawing(outliers: float, group: int, handling: str) -> tuple[Plot, list[flo
         step = np.abs(w[rest, COLUMN]).max() / 7 if handling == "llmint8" else None
         lines.append((f"+ {HANDLING[handling]}", _effective(outliers, handling, group), step))
     top = len(lines) - 0.5
-    plot = Plot(height=70 + 50 * len(lines), left=250, right=16, top=20, bottom=40).scales((-span, span), (0, len(lines)))
+    compact = current().compact  # a phone: each row's label above it, the whole width for the weights
+    plot = Plot(height=70 + 50 * len(lines), left=16 if compact else 250, right=16, top=20, bottom=40).scales((-span, span), (0, len(lines)))
     plot.axes([-span / 1.15, 0, span / 1.15], [], "valor del pes", "", fmt=lambda t: fmt.number(t, 3))
     zeroed = []
     for k, (label, m, step) in enumerate(lines):
         y, values = plot.y(top - k), m[rows, COLUMN]
-        plot.text(plot.left - 8, y + 4, label, "end", "tw-note")
+        if compact:
+            plot.text(plot.left, y - 16, label, "start", "tw-note")
+        else:
+            plot.text(plot.left - 8, y + 4, label, "end", "tw-note")
         if step is not None:  # the grid this scale allows, as far as the view reaches
             for level in np.arange(-7, 8) * step:
                 if abs(level) <= span:
