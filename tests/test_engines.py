@@ -165,8 +165,7 @@ def engine(request):
         browser.goto("http://tw-probe.invalid/")
     except Exception:  # noqa: BLE001 - the proxy's 403 may count as a failed navigation
         pass
-    assert any("tw-probe.invalid" in hit for hit in recorder.hits), f"{request.param}: the recording proxy saw {recorder.hits}"
-    recorder.hits.clear()
+    assert recorder.calibration, f"{request.param}: the recording proxy saw nothing of http://tw-probe.invalid/"
     yield browser
     browser.close()
     recorder.close()
@@ -188,6 +187,7 @@ def served(site):
 
 def test_every_widget_page_is_ready_and_agrees_with_cpython(engine, served, site):
     base = served(engine.name).url
+    errors_before = len(engine.errors())
     seen = set()
     for i, url in enumerate(book.widget_pages(site)):
         engine.goto(base + url)
@@ -198,11 +198,10 @@ def test_every_widget_page_is_ready_and_agrees_with_cpython(engine, served, site
                     break
                 time.sleep(0.1)
             assert any("tw-calibration" in e for e in engine.errors()), engine.errors()
-            errors_before = len(engine.errors())
         wait_ready(engine)
         seen |= move_every_widget(engine)
     assert {"roofline", "kv_cache", "batching", "cost", "clock", "quantize", "speculative", "sampling", "kv_size"} <= seen
-    assert engine.errors()[errors_before:] == []
+    assert [e for e in engine.errors()[errors_before:] if "tw-calibration" not in e] == []
     assert engine.recorder.hits == []
 
 
