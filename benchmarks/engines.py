@@ -27,8 +27,8 @@ import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))  # first: its engines.py is the drivers, not this script
 
 import book  # noqa: E402
 import engines  # noqa: E402

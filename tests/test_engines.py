@@ -105,6 +105,19 @@ def move_every_widget(engine) -> set[str]:
     return seen
 
 
+# Firefox reports a MathML element laid out while the parser is still inside it (a page that
+# streams in, as from the service worker) as "Invalid markup: Incorrect number of children",
+# now and then, though the parsed element is right: that report is left out of the console
+# check, and the parsed pages' MathML is checked instead (MATHML_ARITY, every widget page).
+TRANSIENT = "Invalid markup: Incorrect number of children for <"
+MATHML_ARITY = """() => [...document.querySelectorAll('msub, msup, mover, munder, mfrac, mroot, msubsup, munderover')]
+  .filter((m) => m.children.length !== (/^(msubsup|munderover)$/.test(m.localName) ? 3 : 2)).map((m) => m.outerHTML.slice(0, 200))"""
+
+
+def console_errors(engine, since: int) -> list[str]:
+    return [e for e in engine.errors()[since:] if TRANSIENT not in e and "tw-calibration" not in e]
+
+
 def wait_ready(engine) -> None:
     """Every widget ready; a widget in error fails at once, with every widget's status."""
     try:
@@ -165,8 +178,7 @@ def engine(request):
         browser.goto("http://tw-probe.invalid/")
     except Exception:  # noqa: BLE001 - the proxy's 403 may count as a failed navigation
         pass
-    assert any("tw-probe.invalid" in hit for hit in recorder.hits), f"{request.param}: the recording proxy saw {recorder.hits}"
-    recorder.hits.clear()
+    assert recorder.calibration, f"{request.param}: the recording proxy saw nothing of http://tw-probe.invalid/"
     yield browser
     browser.close()
     recorder.close()
@@ -188,6 +200,7 @@ def served(site):
 
 def test_every_widget_page_is_ready_and_agrees_with_cpython(engine, served, site):
     base = served(engine.name).url
+    errors_before = len(engine.errors())
     seen = set()
     for i, url in enumerate(book.widget_pages(site)):
         engine.goto(base + url)
@@ -198,11 +211,11 @@ def test_every_widget_page_is_ready_and_agrees_with_cpython(engine, served, site
                     break
                 time.sleep(0.1)
             assert any("tw-calibration" in e for e in engine.errors()), engine.errors()
-            errors_before = len(engine.errors())
         wait_ready(engine)
+        assert engine.js(MATHML_ARITY) == [], url
         seen |= move_every_widget(engine)
     assert {"roofline", "kv_cache", "batching", "cost", "clock", "quantize", "speculative", "sampling", "kv_size"} <= seen
-    assert engine.errors()[errors_before:] == []
+    assert console_errors(engine, errors_before) == []
     assert engine.recorder.hits == []
 
 
@@ -224,7 +237,7 @@ def test_offline_after_one_visit(engine, site):
     assert_matches_cpython(engine, sel)
     engine.goto(own.url + "cap15/sense-formules.html")
     wait_ready(engine)
-    assert engine.errors()[errors_before:] == []
+    assert console_errors(engine, errors_before) == []
     assert engine.recorder.hits == []
 
 
@@ -246,7 +259,7 @@ def test_the_single_file_is_interactive_from_disk(engine, site, tmp_path):
     assert engine.js(WARM) == {"failed": [], "helped": True}
     seen = move_every_widget(engine)
     assert len(seen) >= 8
-    assert engine.errors()[errors_before:] == []
+    assert console_errors(engine, errors_before) == []
     assert engine.recorder.hits == []
 
 

@@ -42,8 +42,9 @@ const browser = await puppeteer.launch({
 });
 const page = (await browser.pages())[0] || (await browser.newPage());
 const errors = [];
-page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-page.on("pageerror", (e) => errors.push(String(e && e.message ? e.message : e)));
+const where = () => page.url().slice(0, 120); // the page a message came from, as it ends up in a test's failure
+page.on("console", (m) => m.type() === "error" && errors.push(`${m.text()} (${(m.location() && m.location().url) || where()})`));
+page.on("pageerror", (e) => errors.push(`${String(e && e.message ? e.message : e)} (${where()})`));
 
 const commands = {
   goto: async ({ url }) => void (await page.goto(url, { waitUntil: "load", timeout: 120_000 })),
