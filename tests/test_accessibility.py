@@ -126,7 +126,13 @@ def test_axe_finds_no_violation_while_values_are_pending(browser, server, site, 
         context.add_init_script(axe_source)
         page = context.new_page()
         page.goto(server + widget_pages(site)[0])
-        page.wait_for_selector(PENDING, timeout=BOOT_MS)  # the clock times itself once Python is ready (autorun)
+        page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')",
+                               timeout=BOOT_MS)
+        # a staged run's values still to come, as host.js marks them (classList "tw-pending"): set
+        # here rather than caught in flight, since a fast run shows them for less than a frame
+        page.evaluate("""() => document.querySelectorAll('.tw-widget').forEach(w =>
+            w.querySelectorAll('.tw-values [data-value]').forEach((row, i) => i % 2 || row.classList.add('tw-pending')))""")
+        page.wait_for_selector(PENDING, timeout=5_000)
         found = page.evaluate(AXE_RUN, [PENDING, TAGS])
     finally:
         context.close()
