@@ -151,8 +151,17 @@ def test_quantize_answers_without_the_kernels_helper(watched, server, helper):
     sel = '.tw-widget[data-widget="quantize"]'
     for group in (0, 1):
         start = time.monotonic()
-        page.eval_on_selector(f"{sel} [name=group]", "(el, i) => { el.value = i; el.dispatchEvent(new Event('input', {bubbles: true})); }", group)
-        page.wait_for_function("s => document.querySelector(s).dataset.busy", arg=sel, timeout=5_000)
+        # the run may start and end between two polls (an answer kept from the warm-up): the page
+        # records that it started, from inside
+        page.eval_on_selector(f"{sel} [name=group]", """(el, i) => {
+            const w = el.closest('.tw-widget');
+            window.twBusySeen = false;
+            new MutationObserver(() => w.dataset.busy && (window.twBusySeen = true)).observe(w, {attributes: true});
+            el.value = i;
+            el.dispatchEvent(new Event('input', {bubbles: true}));
+            if (w.dataset.busy) window.twBusySeen = true;
+        }""", group)
+        page.wait_for_function("() => window.twBusySeen", timeout=5_000)
         wait_idle(page, sel)
         assert_matches_cpython(page, sel)
         assert time.monotonic() - start < 2.0  # no job waited for (JOB_MS is 2 s)
