@@ -52,6 +52,13 @@ def elsewhere():
     httpd.shutdown()
 
 
+def start_edit(page, text: str, sel: str = SEL) -> None:
+    """Open the widget's «Codi» panel, make it editable and type `text` at the module's end."""
+    open_panel(page, sel)
+    page.click(f"{sel} .tw-code-edit")
+    type_at_end(page, text, sel)
+
+
 def edited_call(page, code: str, widget: str = "cost") -> dict:
     """Runs `code` as an edit of `widget` in the page's worker, as the panel's «Executa» does."""
     return page.evaluate("""async ([code, widget]) => {
@@ -160,9 +167,7 @@ def test_an_edits_figure_cannot_navigate_link_style_or_run(watched, server, else
     page = watched.page
     page.goto(server + PAGE)
     ready(page)
-    open_panel(page)
-    page.click(f"{SEL} .tw-code-edit")
-    type_at_end(page, EVIL_FIGURE.replace("OTHER", other))
+    start_edit(page, EVIL_FIGURE.replace("OTHER", other))
     run_edit(page)
     page.wait_for_timeout(1500)  # a meta refresh of 0 s would have navigated by now
     assert page.url.startswith(server) and page.get_attribute(SEL, "data-edited") == "true"
@@ -193,9 +198,7 @@ def test_a_patched_module_is_shown_on_every_widget_and_undone_by_restore(watched
     page.select_option(f"{roofline} select[name=model]", "mixtral-8x7b")
     ready(page)
     shipped = json.loads(page.get_attribute(roofline, "data-values"))
-    open_panel(page, cost)
-    page.click(f"{cost} .tw-code-edit")
-    type_at_end(page, "from ..models import hardware as _hw\nimport dataclasses as _dc\n"
+    start_edit(page, "from ..models import hardware as _hw\nimport dataclasses as _dc\n"
                       "_hw.GPUS['h100-80gb'] = _dc.replace(_hw.GPUS['h100-80gb'], bandwidth=2 * _hw.GPUS['h100-80gb'].bandwidth)\n",
                 cost)
     run_edit(page, cost)
@@ -217,9 +220,7 @@ def test_a_stored_edit_that_hangs_waits_as_a_draft_and_a_hang_is_detected(watche
     page = watched.page
     page.goto(server + PAGE)
     ready(page)
-    open_panel(page)
-    page.click(f"{SEL} .tw-code-edit")
-    type_at_end(page, "while True:\n    pass\n")
+    start_edit(page, "while True:\n    pass\n")
     page.click(f"{SEL} .tw-code-run")
     # nobody presses «Atura»: within seconds every widget says Python stopped answering
     page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.querySelector('.tw-hung button'))",
@@ -249,9 +250,7 @@ def test_system_exit_in_an_edit_is_reported_with_its_line(watched, server):
     page = watched.page
     page.goto(server + PAGE)
     ready(page)
-    open_panel(page)
-    page.click(f"{SEL} .tw-code-edit")
-    type_at_end(page, "raise SystemExit(3)\n")
+    start_edit(page, "raise SystemExit(3)\n")
     line = page.eval_on_selector(SEL, "w => window.tw.codepanel.text(w)").count("\n")
     run_edit(page)
     page.wait_for_function("s => !document.querySelector(s + ' .tw-code-status').textContent.startsWith('Executant')",
@@ -264,9 +263,7 @@ def test_edits_are_kept_by_page_not_by_how_its_url_is_spelt(watched, server):
     page = watched.page
     page.goto(server + "cap15/index.html")
     ready(page)
-    open_panel(page)
-    page.click(f"{SEL} .tw-code-edit")
-    type_at_end(page, EDIT)
+    start_edit(page, EDIT)
     run_edit(page)
     page.goto(server + "cap15/")
     ready(page)
