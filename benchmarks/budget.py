@@ -207,7 +207,7 @@ def main() -> None:
         layout_ms: dict[str, list[float]] = {"before": [], "after": []}
         layout_files: dict[str, dict[str, int]] = {}
         for round_ in range(args.rounds):
-            for layout in layout_ms:
+            for layout in sorted(layout_ms, reverse=round_ % 2 == 1):  # which goes first alternates: no order bias
                 ms, layout_files[layout] = layout_visit(layout)
                 layout_ms[layout].append(ms)
             bare = bare_boot("bare/")
