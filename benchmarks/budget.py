@@ -14,13 +14,26 @@ and site folder; the Pyodide files and what `./dev` makes of them once per machi
 bytecode, copied in, not downloaded; everything made from this project's files is made
 again) and warm, and whether the
 two builds are byte-identical. Each figure is printed beside its goal (issue 13).
+
+Then the first visit in two layouts of the same build, in turn in the same run (issue 33):
+`before`, the runtime as it was laid out before build_hooks/trim.py (whole python_stdlib.zip
+and numpy wheel, bytecode beside their source: `pyodide_bundle.assemble(trimmed=False)`, in a
+copy of the site served on another port) and `after`, the site as built (trimmed bytecode,
+the whole archives beside, fetched only on a miss). Both without a service worker, whose
+precache starts only once the page is interactive and would blur what each layout needs:
+every file requested before every widget is ready, its bytes on the wire as a static host
+serves them (gzip -9 of the file; images and fonts as they are), and the cold
+time-to-interactive (median of `--rounds`).
 """
 
 from __future__ import annotations
 
 import filecmp
 import functools
+import gzip
 import http.server
+import json
+import os
 import shutil
 import statistics
 import sys
@@ -28,6 +41,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -37,7 +51,7 @@ import book  # noqa: E402
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path, free_port  # noqa: E402
 from recompute import MEASURE, p95  # noqa: E402
 
-from build_hooks import assets, bundle, offline  # noqa: E402
+from build_hooks import assets, bundle, offline, pyodide_bundle, trim  # noqa: E402
 
 ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
 BARE_PAGE = """<!doctype html><meta charset="utf-8"><title>bare</title><script>
@@ -84,6 +98,37 @@ def bare_runtime(dest: Path) -> None:
     (dest / bundle.LOCK).write_text(bundle.lock(None))
 
 
+def layout_before(site: Path, dest: Path) -> None:
+    """A copy of `site` whose runtime is laid out as before trim.py (same build, same widgets wheel)."""
+    shutil.copytree(site, dest)
+    runtime = dest / bundle.RUNTIME_DIR
+    lock = (runtime / bundle.LOCK).read_text()
+    for name in (trim.STDLIB_FULL, assets.NUMPY_WHEEL, json.loads(lock)["packages"]["numpy"]["file_name"]):
+        (runtime / name).unlink()
+    core, numpy, wheel = pyodide_bundle.assemble(is_serve=False, trimmed=False)
+    assert (runtime / wheel.file_name).read_bytes() == wheel.data, "the site was built from other sources"
+    for name, data in {**core, numpy.file_name: numpy.data}.items():
+        (runtime / name).write_bytes(data)
+    (runtime / bundle.LOCK).write_text(bundle.lock(wheel, numpy))
+
+
+UNCOMPRESSED = (".png", ".jpg", ".ico", ".woff", ".woff2")  # a host sends these as they are
+
+
+@functools.cache
+def on_the_wire(path: Path) -> int:
+    data = path.read_bytes()
+    return len(data) if path.suffix in UNCOMPRESSED else len(gzip.compress(data, 9, mtime=0))
+
+
+def served_file(root: Path, url: str) -> Path | None:
+    rel = urlsplit(url).path.lstrip("/")
+    path = root / rel
+    if path.is_dir():
+        path = path / "index.html"
+    return path if path.is_file() else None
+
+
 def main() -> None:
     import argparse
 
@@ -105,9 +150,14 @@ def main() -> None:
     (site / "bare-worker.js").write_text(BARE_WORKER)
     bare_runtime(site / "bare")
 
+    os.environ["TEXTBOOK_CACHE"] = str(cache)  # the stages' results the build just cached
+    layout_before(site, tmp / "before")
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Counting, directory=str(site)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_port}/"
+    before_httpd = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(_Quiet, directory=str(tmp / "before")))
+    threading.Thread(target=before_httpd.serve_forever, daemon=True).start()
+    layouts = {"before": (f"http://127.0.0.1:{before_httpd.server_port}/", tmp / "before"), "after": (base, site)}
     rows: list[tuple[str, str]] = []
     from playwright.sync_api import sync_playwright
 
@@ -133,9 +183,33 @@ def main() -> None:
             page.wait_for_function(ALL_READY, timeout=180_000)
             return ctx, page, 1e3 * (time.perf_counter() - t0)
 
+        def layout_visit(layout: str) -> tuple[float, dict[str, int]]:
+            """A cold visit without a service worker: ms to interactive, and file -> bytes on the wire of
+            each file requested before then (the page's and its workers')."""
+            url, root = layouts[layout]
+            ctx = browser.new_context(service_workers="block")
+            requested: list[str] = []
+            ctx.on("request", lambda r: requested.append(r.url))
+            page = ctx.new_page()
+            t0 = time.perf_counter()
+            page.goto(url + chapter, wait_until="domcontentloaded")
+            page.wait_for_function(ALL_READY, timeout=180_000)
+            ms = 1e3 * (time.perf_counter() - t0)
+            files = {}
+            for u in list(requested):
+                if u.startswith(url) and (path := served_file(root, u)):
+                    files[path.relative_to(root).as_posix()] = on_the_wire(path)
+            ctx.close()
+            return ms, files
+
         # cold boots drift by a second on a shared machine: pairs in turn, the median of their ratios
         pairs, ours = [], []
+        layout_ms: dict[str, list[float]] = {"before": [], "after": []}
+        layout_files: dict[str, dict[str, int]] = {}
         for round_ in range(args.rounds):
+            for layout in sorted(layout_ms, reverse=round_ % 2 == 1):  # which goes first alternates: no order bias
+                ms, layout_files[layout] = layout_visit(layout)
+                layout_ms[layout].append(ms)
             bare = bare_boot("bare/")
             ours.append(bare_boot(bundle.RUNTIME_DIR))
             ctx, page, tti = cold_visit()
@@ -182,6 +256,7 @@ def main() -> None:
         repeat_bytes = Counting.served
         browser.close()
     httpd.shutdown()
+    before_httpd.shutdown()
 
     rows += [
         ("first paint: widgets without a prerendered figure", f"{blank} (first contentful paint {fcp:.0f} ms)" if fcp else f"{blank}"),
@@ -204,6 +279,34 @@ def main() -> None:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
+    print_layouts(chapter, layout_files, layout_ms)
+
+
+def print_layouts(chapter: str, files: dict[str, dict[str, int]], ms: dict[str, list[float]]) -> None:
+    """Bytes on the wire per file before/after, their totals, and the cold time-to-interactive of each."""
+    def label(name: str) -> str:  # a versioned wheel's name changes with its bytes: one row per package
+        return name.split("+")[0].split("-")[0] + " wheel" if name.endswith(".whl") else name
+
+    rows: dict[str, dict[str, int]] = {}
+    for layout, got in files.items():
+        for name, size in got.items():
+            rows.setdefault(label(name), {}).setdefault(layout, 0)
+            rows[label(name)][layout] += size
+    print(f"\nfirst visit of {chapter} without a service worker: bytes on the wire (gzip -9) before every widget is ready")
+    width = max(len(k) for k in rows)
+    print(f"{'file':<{width}}  {'before':>10}  {'after':>10}")
+    for name, sizes in sorted(rows.items(), key=lambda kv: -max(kv[1].values())):
+        if max(sizes.values()) >= 10_000:
+            print(f"{name:<{width}}  {sizes.get('before', 0) / 1e6:>7.2f} MB  {sizes.get('after', 0) / 1e6:>7.2f} MB")
+    small = {layout: sum(v.get(layout, 0) for v in rows.values() if max(v.values()) < 10_000) for layout in files}
+    print(f"{'(files under 10 kB)':<{width}}  {small['before'] / 1e6:>7.2f} MB  {small['after'] / 1e6:>7.2f} MB")
+    total = {layout: sum(got.values()) for layout, got in files.items()}
+    print(f"{'total (goal after ≤ 9 MB)':<{width}}  {total['before'] / 1e6:>7.2f} MB  {total['after'] / 1e6:>7.2f} MB"
+          f"  ({total['after'] * 8 / 9e6:.1f} s against {total['before'] * 8 / 9e6:.1f} s at 9 Mbit/s)")
+    before, after = (statistics.median(ms[k]) for k in ("before", "after"))
+    print(f"{'cold time-to-interactive':<{width}}  {before / 1e3:>8.2f} s  {after / 1e3:>8.2f} s"
+          f"  (median of {len(ms['after'])}, in turn; after/before per round {', '.join(f'{a / b:.2f}' for b, a in zip(ms['before'], ms['after']))}:"
+          f" median {statistics.median(a / b for b, a in zip(ms['before'], ms['after'])):.2f}×)")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ same, slower to start.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import json
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import assets, bundle
@@ -64,10 +66,14 @@ const fs = require("fs");
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
 """
 
-# what the worker imports ({imports}), then each module loaded from source compiled to /bytecode/<path>c
+# what the worker imports ({imports}), listed (`imported`: what the trimmed runtime keeps, trim.py)
+# before this script's own imports, then each module loaded from source compiled to /bytecode/<path>c
 SCRIPT = """\
-import importlib.util, json, os, py_compile, sys, zipfile
+import sys
 {imports}
+imported = sorted({{m.__spec__.origin for m in list(sys.modules.values())
+                   if getattr(m, "__spec__", None) and (m.__spec__.origin or "").startswith("/")}})
+import importlib.util, json, os, py_compile, zipfile
 def has_bytecode(origin):
     return origin.endswith(".pyc") or os.path.exists(importlib.util.cache_from_source(origin))
 origins = sorted({{m.__spec__.origin for m in list(sys.modules.values())
@@ -83,11 +89,45 @@ for origin in origins:
     py_compile.compile(source, cfile={out!r} + origin.lstrip("/") + "c", dfile=origin, doraise=True,
                        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
 with open({out!r} + "files.json", "w") as f:
-    json.dump(origins, f)
+    json.dump({{"compiled": origins, "imported": imported}}, f)
 """
 
 RUNTIME_IMPORTS = "import numpy"
-PACKAGE_IMPORTS = "from {entry} import modules, warm\nfor name in json.loads(modules()):\n    warm(name)"
+# What the worker does with the package (worker.js, through the entry's functions), so that
+# every module it imports is listed, those imported inside functions too: each widget module,
+# the warm-up's steps and staged runs, every widget at its defaults, the code panel's source,
+# an edit that runs, one that does not compile and one that raises (the traceback's path), a
+# training step; then `{scanned}`, every module the package's source names in an import
+# statement (one on a path not taken here, too). The list is what trim.py keeps.
+REGISTRY = "widgets_py.engine.registry"  # names() and get(): every widget, and which trains
+PACKAGE_IMPORTS = """\
+import importlib, json
+import {entry} as entry
+for name in json.loads(entry.modules()):
+    entry.warm(name)
+for i in range(entry.warm_steps()):
+    entry.warm_step(i)
+for name in json.loads(entry.warm_runs()):
+    run = entry.Run(name, "{{}}")
+    while json.loads(run.advance()).get("partial"):
+        pass
+from {registry} import names, get
+for name in names():
+    entry.fixed(name, "{{}}")
+    run = entry.Run(name, "{{}}")
+    while json.loads(run.advance()).get("partial"):
+        pass
+    code = json.loads(entry.source(name))["source"]
+    for edit in ("", "\\ndef (\\n", "\\nraise ValueError('x')\\n"):
+        entry.render_edited(name, "build", code + edit, "{{}}")
+    if get(name).trainable is not None:
+        entry.Trainer(name, "{{}}").advance(1)
+for name in {scanned!r}:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+"""
 
 
 def _key(files: dict[str, bytes], imports: str) -> str:
@@ -99,23 +139,32 @@ def _key(files: dict[str, bytes], imports: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _read(path: Path) -> dict[str, bytes]:
+@dataclass(frozen=True)
+class Stage:
+    """What a stage left: the bytecode it compiled (interpreter path -> .pyc bytes) and the
+    interpreter path of every module its imports loaded (source, bytecode or extension)."""
+    pycs: dict[str, bytes]
+    imported: tuple[str, ...]
+
+
+def _read(path: Path) -> Stage:
     with zipfile.ZipFile(path) as z:
-        return {name: z.read(name.lstrip("/")) for name in json.loads(z.comment)}
+        listed = json.loads(z.comment)
+        return Stage({name: z.read(name.lstrip("/")) for name in listed["compiled"]}, tuple(listed["imported"]))
 
 
-def _write(path: Path, pycs: dict[str, bytes]) -> None:
+def _write(path: Path, stage: Stage) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.part")  # builds side by side never share one
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as z:
-        z.comment = json.dumps(sorted(pycs)).encode()
-        for name, data in sorted(pycs.items()):
+        z.comment = json.dumps({"compiled": sorted(stage.pycs), "imported": list(stage.imported)}).encode()
+        for name, data in sorted(stage.pycs.items()):
             z.writestr(zipfile.ZipInfo(name.lstrip("/"), date_time=bundle.ZIP_TIME), data)
     partial.replace(path)  # atomic: a crash never leaves a half-written cache file
 
 
-def _compile(files: dict[str, bytes], package: str, imports: str, cached: Path) -> dict[str, bytes] | None:
-    """Interpreter path of each module loaded from source -> its bytecode; None without node.
+def _compile(files: dict[str, bytes], package: str, imports: str, cached: Path) -> Stage | None:
+    """What `imports` loaded and the bytecode of each module it loaded from source; None without node.
 
     `files`: Pyodide's core files, the wheels and a lock listing them, as the site would serve
     them; `package` is loaded with loadPackage, then `imports` run.
@@ -139,23 +188,39 @@ def _compile(files: dict[str, bytes], package: str, imports: str, cached: Path) 
             assets.progress(f"no bytecode compiled ({type(exc).__name__}: {detail[-300:] or exc}); "
                             "the browser will compile Python source on every visit")
             return None
-        pycs = {name: (out / (name.lstrip("/") + "c")).read_bytes() for name in json.loads((out / "files.json").read_text())}
-    _write(cached, pycs)
-    assets.progress(f"bytecode of {len(pycs)} modules compiled by Pyodide's Python, cached in {cached}")
-    return pycs
+        listed = json.loads((out / "files.json").read_text())
+        stage = Stage({name: (out / (name.lstrip("/") + "c")).read_bytes() for name in listed["compiled"]},
+                      tuple(listed["imported"]))
+    _write(cached, stage)
+    assets.progress(f"bytecode of {len(stage.pycs)} modules compiled by Pyodide's Python, cached in {cached}")
+    return stage
 
 
-def runtime(pinned: dict[str, bytes], lock: bytes) -> dict[str, bytes] | None:
+def runtime(pinned: dict[str, bytes], lock: bytes) -> Stage | None:
     """Stage 1: Pyodide's boot, its loader and numpy's import, kept beside the pinned files."""
     files = {**pinned, "pyodide-lock.json": lock}
     return _compile(files, "numpy", RUNTIME_IMPORTS,
                     assets.cache_dir() / f"bytecode-{_key(files, RUNTIME_IMPORTS)}.zip")
 
 
-def package(files: dict[str, bytes], key: str, entry: str) -> dict[str, bytes] | None:
-    """Stage 2: the package `key` (with stage 1's bytecode in `files`): its entry and widget modules."""
-    imports = PACKAGE_IMPORTS.format(entry=entry)
+def package(files: dict[str, bytes], key: str, entry: str, scanned: list[str] = ()) -> Stage | None:
+    """Stage 2: the package `key` (with stage 1's bytecode in `files`): what the worker does with
+    it through `entry`, and the modules `scanned` (imports named in its source, scanned())."""
+    imports = PACKAGE_IMPORTS.format(entry=entry, registry=REGISTRY, scanned=sorted(scanned))
     return _compile(files, key, imports, assets.cache_dir().parent / "bytecode" / f"{_key(files, imports)}.zip")
+
+
+def scanned(sources: dict[str, bytes], own: str) -> list[str]:
+    """Every absolute module name an import statement of `sources` names but the package `own`:
+    a module imported on a path the package stage does not take still ships (trim.py)."""
+    names = set()
+    for data in sources.values():
+        for node in ast.walk(ast.parse(data)):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module)
+    return sorted(n for n in names if n.split(".")[0] not in (own, "__future__"))
 
 
 def stdlib_entries(pycs: dict[str, bytes]) -> dict[str, bytes]:
@@ -224,4 +289,4 @@ def strip(data: bytes) -> bytes:
 if __name__ == "__main__":  # `python -m build_hooks.bytecode`: stage 1 ahead of a build (./dev does it)
     pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     done = runtime(pinned, bundle.lock(None).encode())
-    print(f"{len(done)} modules with bytecode" if done is not None else "no node: no bytecode", file=sys.stderr)
+    print(f"{len(done.pycs)} modules with bytecode" if done is not None else "no node: no bytecode", file=sys.stderr)

@@ -34,7 +34,7 @@ from html import escape, unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from . import assets, bytecode
+from . import assets, bytecode, trim
 
 HERE = Path(__file__).resolve().parent
 SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
@@ -110,26 +110,38 @@ def _script(code: str) -> str:
 
 def runtime_files(site: Path, config: dict, cache: Path | None = None) -> dict[str, bytes]:
     """Pyodide's core files and every package of the site's lock, each checked against the sha256
-    the site's config (core files: the pinned ones, but the stdlib that carries bytecode) or
-    lock (packages) gives it, then without their bytecode (bytecode.py), and the lock with the
-    packages' new sha256: bytecode would add 2.5 MB (3.3 MB in base64) to a file whose target
-    is size, and it only saves start-up time."""
+    the site's config (core files: pinned bytes, but the stdlib the site trimmed) or lock
+    (packages) gives it; the whole archives in place of the trimmed ones (trim.py's index says
+    which: the file has no server to fetch a left-out module from), without bytecode
+    (bytecode.py), and the lock with the packages' new names and sha256: bytecode would add
+    2.5 MB (3.3 MB in base64) to a file whose target is size, and it only saves start-up time."""
     runtime = site / config["runtime"]
     lock_bytes = (runtime / config["lock"]).read_bytes()
     pins = dict(config["core"])
-    for name, pin in pins.items():  # bytecode is added to the stdlib only: the rest must be the pinned bytes
-        if name != bytecode.STDLIB_FILE and pin != assets.PINNED.get(name):
-            raise ExportError(f"{name}: the site names sha256 {pin}, not the pinned {assets.PINNED.get(name)}")
-    pins.update({p["file_name"]: p["sha256"] for p in json.loads(lock_bytes)["packages"].values()})
-    files = {config["lock"]: lock_bytes}
+    for name, pin in pins.items():  # the site changes the stdlib only: the rest must be pinned bytes
+        if name != bytecode.STDLIB_FILE and pin not in assets.PINNED.values():
+            raise ExportError(f"{name}: the site names sha256 {pin}, which no pinned file has")
+    lock = json.loads(lock_bytes)
+    pins.update({p["file_name"]: p["sha256"] for p in lock["packages"].values()})
+    raw = {}
     for name, pin in pins.items():
-        data = (runtime / name).read_bytes()
-        if assets.sha256(data) != pin:
-            raise ExportError(f"{runtime / name}: sha256 {assets.sha256(data)} != {pin} (the site's own); rebuild the site")
+        raw[name] = (runtime / name).read_bytes()
+        if assets.sha256(raw[name]) != pin:
+            raise ExportError(f"{runtime / name}: sha256 {assets.sha256(raw[name])} != {pin} (the site's own); rebuild the site")
+    for archive in (trim.read_index(raw[bytecode.STDLIB_FILE]) or {"archives": []})["archives"]:
+        whole = raw.pop(archive["file"])
+        if archive["completes"] in lock["packages"]:  # a package: the lock names the whole wheel
+            spec = lock["packages"][archive["completes"]]
+            del raw[spec["file_name"]]
+            spec["file_name"] = archive["file"]
+            raw[archive["file"]] = whole
+        else:  # a core file: the whole one under the name Pyodide loads
+            raw[archive["completes"]] = whole
+    files = {}
+    for name, data in raw.items():
         if name.endswith((".zip", ".whl")):
             data = _kept(data, cache, ".nobytecode", lambda data=data: bytecode.strip(data))
         files[name] = data
-    lock = json.loads(lock_bytes)
     for spec in lock["packages"].values():
         spec["sha256"] = assets.sha256(files[spec["file_name"]])
     files[config["lock"]] = json.dumps(lock, indent=1, sort_keys=True).encode()

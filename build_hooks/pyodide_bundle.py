@@ -3,8 +3,10 @@
 Where each file goes and how the wheel and the lock are made is `bundle.py`'s business;
 this hook fetches the pinned files (`assets.py`), adds the bytecode of what the worker
 imports (`bytecode.py`: the package's own stage not under `mkdocs serve`, where the package
-changes with every edit), all of it in a thread begun in `on_config`, refuses stale trained
-weights, and adds everything to the build as generated files.
+changes with every edit), trims the standard library and numpy to what that stage imported,
+the pinned archives beside them (`trim.py`; not under `mkdocs serve`, nor without node),
+all of it in a thread begun in `on_config`, refuses stale trained weights, and adds
+everything to the build as generated files.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from mkdocs.structure.files import File, Files
 
 from widgets_py.models import pretrained
 
-from . import assets, bundle, bytecode
+from . import assets, bundle, bytecode, trim
 
 
 def with_bytecode(core: dict[str, bytes], numpy: bundle.Wheel,
@@ -30,22 +32,26 @@ def on_config(config, *, build):
     return config
 
 
-def assemble(is_serve: bool) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Wheel]:
-    """(Pyodide's core files, the numpy wheel, our wheel) as the site serves them."""
+def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Wheel]:
+    """(Pyodide's core files, the numpy wheel, our wheel) as the site serves them; `trimmed=False`:
+    the layout before trim.py, whole archives with bytecode beside their source (benchmarks/budget.py)."""
     pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     sources = bundle.package_files()
     wheel = bundle.make_wheel(sources)  # source only: what bytecode.package() loads
     core = {name: data for name, data in pinned.items() if name != assets.NUMPY_WHEEL}
     numpy = bundle.numpy_wheel(pinned[assets.NUMPY_WHEEL])
-    pycs = bytecode.runtime(pinned, bundle.lock(None, numpy).encode())
-    if pycs:
-        core, numpy = with_bytecode(core, numpy, pycs)
-    if pycs and not is_serve:
+    first = bytecode.runtime(pinned, bundle.lock(None, numpy).encode())
+    if first:
+        core, numpy = with_bytecode(core, numpy, first.pycs)
+    if first and not is_serve:
+        scanned = bytecode.scanned({n: p.read_bytes() for n, p in sources.items() if n.endswith(".py")}, bundle.NAME)
         ours = bytecode.package({**core, numpy.file_name: numpy.data, wheel.file_name: wheel.data,
-                                 bundle.LOCK: bundle.lock(wheel, numpy).encode()}, bundle.PACKAGE_KEY, bundle.ENTRY)
+                                 bundle.LOCK: bundle.lock(wheel, numpy).encode()}, bundle.PACKAGE_KEY, bundle.ENTRY, scanned)
         if ours:
-            core, numpy = with_bytecode(core, numpy, ours)
-            wheel = bundle.make_wheel(sources, bytecode.wheel_entries(ours, bundle.NAME))
+            core, numpy = with_bytecode(core, numpy, ours.pycs)
+            wheel = bundle.make_wheel(sources, bytecode.wheel_entries(ours.pycs, bundle.NAME))
+            if trimmed:
+                core, numpy = trim.runtime(core, numpy, pinned, {**first.pycs, **ours.pycs}, ours.imported)
     return core, numpy, wheel
 
 

@@ -27,7 +27,7 @@ widget_divs = book.widgets
 
 
 def test_pyodide_runtime_and_numpy_are_in_the_site(site):
-    """The pinned files, python_stdlib.zip and numpy's wheel with bytecode added: test_bytecode.py."""
+    """The pinned files, python_stdlib.zip and numpy's wheel trimmed to bytecode: test_bytecode.py, test_trimmed_runtime.py."""
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     assert lock["info"]["version"] == assets.PYODIDE_VERSION
     assert set(lock["packages"]) == {"numpy", "widgets-py"}

@@ -53,39 +53,31 @@ def test_bytecode_goes_where_each_importer_looks_for_it():
     assert bytecode.wheel_entries(pycs, "widgets_py") == {"widgets_py/engine/__pycache__/browser.cpython-312.pyc": b"4"}
 
 
-def _check_added(pinned: bytes, served: bytes, bytecode_of) -> dict[str, bytes]:
-    """The served archive holds every pinned member unchanged (a wheel's RECORD may grow) and
-    adds only bytecode of sources it holds; returns the added members."""
-    old, new = members(pinned), members(served)
-    for name, data in old.items():
-        assert new[name] == data or (name.endswith("RECORD") and new[name].startswith(data)), name
-    added = {name: data for name, data in new.items() if name not in old}
-    for name, data in added.items():
-        assert bytecode_of(name) in old, name
-        assert data[:4] == MAGIC_312 and int.from_bytes(data[4:8], "little") == CHECKED_HASH, name
-    return added
-
-
 @pytest.mark.build
-def test_the_site_serves_the_pinned_archives_with_bytecode_beside_their_source(site):
+def test_the_site_serves_the_pinned_archives_and_bytecode_of_what_the_worker_imports(site):
+    """With node: numpy's wheel and the stdlib trimmed to bytecode of what the worker imports
+    (tests/test_trimmed_runtime.py), the pinned archives beside them; without: the pinned files."""
+    from build_hooks import trim
+
     runtime = site / "pyodide"
     for name in ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm"):
         assert assets.sha256((runtime / name).read_bytes()) == assets.PINNED[name], name
     lock = json.loads((runtime / "pyodide-lock.json").read_text())
     for spec in lock["packages"].values():
         assert assets.sha256((runtime / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
-    stdlib = _check_added(assets.fetch("python_stdlib.zip").read_bytes(), (runtime / "python_stdlib.zip").read_bytes(),
-                          lambda pyc: pyc[:-1])
-    numpy = _check_added(assets.fetch(assets.NUMPY_WHEEL).read_bytes(),
-                         (runtime / lock["packages"]["numpy"]["file_name"]).read_bytes(),
-                         lambda pyc: pyc.replace("__pycache__/", "").replace(f".{bytecode.TAG}.pyc", ".py"))
+    stdlib = members((runtime / "python_stdlib.zip").read_bytes())
+    numpy = members((runtime / lock["packages"]["numpy"]["file_name"]).read_bytes())
     ours = [n for n in members((runtime / lock["packages"]["widgets-py"]["file_name"]).read_bytes()) if n.endswith(".pyc")]
     if shutil.which("node"):  # CI has node: the bytecode must be there
-        assert {"json/__init__.pyc", "_pyodide/_base.pyc", "typing.pyc"} <= set(stdlib)
-        assert f"numpy/__pycache__/__init__.{bytecode.TAG}.pyc" in numpy
+        for pyc in ("json/__init__.pyc", "_pyodide/_base.pyc", "typing.pyc"):
+            assert stdlib[pyc][:4] == MAGIC_312 and int.from_bytes(stdlib[pyc][4:8], "little") == CHECKED_HASH, pyc
+        assert numpy["numpy/__init__.pyc"][:4] == MAGIC_312
         assert f"widgets_py/engine/__pycache__/browser.{bytecode.TAG}.pyc" in ours
+        assert assets.sha256((runtime / trim.STDLIB_FULL).read_bytes()) == assets.PINNED["python_stdlib.zip"]
+        assert assets.sha256((runtime / assets.NUMPY_WHEEL).read_bytes()) == assets.PINNED[assets.NUMPY_WHEEL]
     else:
-        assert not stdlib and not numpy and not ours
+        assert assets.sha256((runtime / "python_stdlib.zip").read_bytes()) == assets.PINNED["python_stdlib.zip"]
+        assert lock["packages"]["numpy"]["sha256"] == assets.PINNED[assets.NUMPY_WHEEL] and not ours
 
 
 CHECK = """\
@@ -165,4 +157,4 @@ def test_the_same_inputs_compile_to_the_same_bytes(tmp_path):
     files = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     files["pyodide-lock.json"] = bundle.lock(None).encode()
     first, second = (bytecode._compile(files, "numpy", "import json", tmp_path / f"{i}.zip") for i in (1, 2))
-    assert len(first) > 100 and first == second
+    assert len(first.pycs) > 100 and first == second

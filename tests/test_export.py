@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from build_hooks import downloads, export
+from build_hooks import downloads, export, trim
 from conftest import KERNEL_WARM
 from test_browser import BOOT_MS, assert_matches_cpython, move_a_control, wait_idle
 
@@ -51,7 +51,12 @@ def test_every_chapter_page_offers_its_file(site):
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     carried = set(re.findall(r'<script type="application/x-tw-payload" data-name="([^"]+)"', single))
     core = {"pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip"}  # what loadPyodide loads
-    assert {p["file_name"] for p in lock["packages"].values()} | core <= carried
+    packages = {key: p["file_name"] for key, p in lock["packages"].items()}
+    for archive in (trim.read_index((site / "pyodide" / "python_stdlib.zip").read_bytes()) or {"archives": []})["archives"]:
+        if archive["completes"] in packages:  # the whole wheel in place of the site's trimmed one
+            packages[archive["completes"]] = archive["file"]
+        assert archive["file"] not in carried or archive["file"] in packages.values()  # not twice
+    assert set(packages.values()) | core <= carried
     assert any(name.startswith("widgets_py-") for name in carried)  # code, weights and corpus
     assert (site / "cap15" / ("index" + export.SUFFIX)).stat().st_size <= LIMIT
     assert "index" + export.SUFFIX not in (site / "sw.js").read_text()  # downloaded, never precached

@@ -5,13 +5,17 @@ from __future__ import annotations
 import importlib
 import json
 
-from . import registry, svg
+from . import on_miss, registry, svg
 
 
-def prepare() -> None:
+def prepare(runtime_url: str | None = None) -> None:
     """What every widget needs before any can answer, imported before the page is told the
     widgets are ready (a widget that shows "ready" answers its first change without waiting
-    for numpy's import); the widget modules follow, one per turn (modules(), warm())."""
+    for numpy's import); the widget modules follow, one per turn (modules(), warm()).
+    `runtime_url`, the site's Pyodide folder: where an import the trimmed runtime left out
+    is fetched from (on_miss.py)."""
+    if runtime_url:
+        on_miss.install(runtime_url)
     import numpy  # noqa: F401
 
 

@@ -26,7 +26,8 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   importScripts(script("lockdown")); // from here on: this origin only, no eval, no storage (lockdown.js says why)
   self.twLockDown(self.location.origin);
   entry = py.pyimport(module);
-  entry.prepare(); // numpy: "ready" means a change is answered without waiting for it
+  entry.prepare(indexURL); // numpy: "ready" means a change is answered without waiting for it; an
+  // import the trimmed runtime left out is fetched from indexURL when first needed (on_miss.py)
   progress("A punt.", 1);
   post(P.LOADED);
   warmUp(); // not awaited: calls are answered from now on
