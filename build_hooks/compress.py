@@ -8,12 +8,22 @@ of at least MIN_BYTES, its gzip (level 9, no name, no time: the same bytes on ev
 and, where Google's `brotli` package is installed, its brotli (quality 11, as deterministic).
 nginx-headers.conf (headers.py) turns them on. The service worker neither precaches nor
 requests them (offline.py: NEVER_REQUESTED): a browser asks for `FILE`, the host picks.
+
+Brotli at quality 11 costs about a second per megabyte, and most big files (Pyodide's, the
+pinned archives) are the same bytes on every build: their brotli is kept in the cache beside
+the Pyodide files, by the sha256 of what was compressed (checked by decompressing it when
+used), so a build compresses only what changed.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
+import os
+import tempfile
 from pathlib import Path
+
+from . import assets
 
 try:
     import brotli
@@ -28,12 +38,35 @@ def _gzip(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
+CACHED_BYTES = 256 * 1024  # smaller files compress in milliseconds: not worth an entry
+
+
+def _brotli(data: bytes) -> bytes:
+    if len(data) < CACHED_BYTES:
+        return brotli.compress(data, quality=11)
+    folder = assets.cache_dir().parent / "brotli"
+    entry = folder / f"{hashlib.sha256(data).hexdigest()}-q11-{brotli.__version__}.br"
+    if entry.is_file():
+        packed = entry.read_bytes()
+        try:
+            if brotli.decompress(packed) == data:
+                return packed
+        except brotli.error:
+            pass  # a damaged entry: made again below
+    packed = brotli.compress(data, quality=11)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as tmp:  # whole or not at all
+        tmp.write(packed)
+    os.replace(tmp.name, entry)
+    return packed
+
+
 def siblings(path: Path) -> dict[str, bytes]:
     """{suffix: compressed bytes} for `path`, each only where it is smaller than the file."""
     data = path.read_bytes()
     out = {".gz": _gzip(data)}
     if brotli is not None:
-        out[".br"] = brotli.compress(data, quality=11)
+        out[".br"] = _brotli(data)
     return {suffix: packed for suffix, packed in out.items() if len(packed) < len(data)}
 
 

@@ -40,6 +40,20 @@ def test_big_files_have_precompressed_siblings_that_are_them(site):
     assert set(offline.precache_list(site)) == set(files)
 
 
+def test_a_big_files_brotli_is_kept_and_a_damaged_entry_is_made_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTBOOK_CACHE", str(tmp_path / "cache"))
+    data = bytes(range(256)) * (compress.CACHED_BYTES // 256 + 1)
+    first = compress._brotli(data)
+    (entry,) = (tmp_path / "cache" / "brotli").iterdir()
+    assert brotli.decompress(first) == data and entry.read_bytes() == first
+    calls = []
+    real = brotli.compress
+    monkeypatch.setattr(brotli, "compress", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert compress._brotli(data) == first and not calls  # kept: nothing compressed again
+    entry.write_bytes(first[:-7])  # a truncated entry is not served
+    assert compress._brotli(data) == first and calls == [1] and entry.read_bytes() == first
+
+
 @pytest.mark.browser
 def test_a_reader_who_saves_data_is_asked_before_the_site_is_stored(browser, server):
     context = browser.new_context()
