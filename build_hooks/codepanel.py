@@ -17,7 +17,7 @@ from html import escape
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-from . import editor_assets
+from . import directives, editor_assets
 
 OPTION = "codi"  # front matter: `codi: false` hides the panel on that page
 
@@ -50,7 +50,7 @@ def panel_enabled(page) -> bool:
     value = page.meta.get(OPTION, True)
     if not isinstance(value, bool):
         line = _line(page.file.abs_src_path, OPTION) if page.file.abs_src_path else 1
-        raise PluginError(f"{page.file.src_uri}:{line}: `{OPTION}: {value!r}` a la capçalera; "
+        raise PluginError(f"{directives.source(page)}:{line}: `{OPTION}: {value!r}` a la capçalera; "
                           f"ha de ser `{OPTION}: true` o `{OPTION}: false` (sense cometes)")
     return value
 

@@ -13,6 +13,7 @@ placing; this module only reads and refuses.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -50,6 +51,16 @@ class Directive:
     line_start: int  # span of its whole line (a widget replaces the line)
     line_end: int
     indent: str  # the whitespace before a widget (kept: lists and admonitions)
+
+
+def source(page) -> str:
+    """The page's Markdown file as an error names it: from the repository's root (where the
+    build runs), `docs/cap15/index.md`, so it can be opened as written."""
+    path = page.file.abs_src_path
+    if not path:
+        return f"docs/{page.file.src_uri}"
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def split(args: str) -> tuple[str, dict[str, str]]:

@@ -13,6 +13,8 @@ from html import unescape
 from latex2mathml.converter import convert
 from mkdocs.exceptions import PluginError
 
+from . import directives
+
 INLINE = re.compile(r'<span class="arithmatex">\\\((.+?)\\\)</span>', re.S)
 BLOCK = re.compile(r'<div class="arithmatex">\\\[(.+?)\\\]</div>', re.S)
 
@@ -22,7 +24,7 @@ def _mathml(tex: str, display: str, page) -> str:
         mathml = convert(unescape(tex).strip(), display=display)
         return mathml.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "")  # implied in HTML
     except Exception as exc:  # latex2mathml raises many types; name the formula instead
-        raise PluginError(f"{page.file.src_uri}: cannot typeset ${tex}$: {exc}") from None
+        raise PluginError(f"{directives.source(page)}: cannot typeset ${tex}$: {exc}") from None
 
 
 def on_page_content(html: str, *, page, config, files, build) -> str:

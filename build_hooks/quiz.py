@@ -25,6 +25,8 @@ from html import escape
 
 from mkdocs.exceptions import PluginError
 
+from . import directives
+
 DIRECTIVE = re.compile(r"^<!-- md:(quiz|question|model|option|why|end-quiz)\b ?(.*?) ?-->[ \t]*$")
 FENCE = re.compile(r"^(```|~~~)")
 KINDS = ("open", "number", "choice")
@@ -162,10 +164,10 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
     try:
         markdown, keys = expand(markdown, default)
     except QuizError as exc:
-        raise PluginError(f"{page.file.src_uri}:{exc.line}: {exc}") from None
+        raise PluginError(f"{directives.source(page)}:{exc.line}: {exc}") from None
     for key in keys:
         if key in build.quizzes:
-            raise PluginError(f"{page.file.src_uri}: el qüestionari '{key}' ja és a {build.quizzes[key]}; "
+            raise PluginError(f"{directives.source(page)}: el qüestionari '{key}' ja és a {build.quizzes[key]}; "
                               "posa-hi id=ALTRE")
         build.quizzes[key] = page.file.src_uri
     return markdown

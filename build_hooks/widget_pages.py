@@ -14,6 +14,8 @@ one, live in `directives.py`; a widget may sit indented in a list item or an adm
 from __future__ import annotations
 
 import json
+import os
+import traceback
 from html import escape
 
 from mkdocs.exceptions import PluginError
@@ -36,6 +38,18 @@ def fixed_values(name: str, raw: dict, cache: dict) -> tuple[dict, dict]:
     if key not in cache:
         cache[key] = params, registry.formatted(name, reference.compute(name, params)[1])
     return cache[key]
+
+
+def failed_in_widget(exc: BaseException, frames: int = 3) -> str:
+    """An exception raised by a widget's own code, short: the type and message, then the last
+    few frames from where the build entered widgets_py (file from the repository's root,
+    line, function, code): the widget's own line is the last."""
+    stack = traceback.extract_tb(exc.__traceback__)
+    entered = next((i for i, f in enumerate(stack) if f"{os.sep}widgets_py{os.sep}" in f.filename), 0)
+    stack = stack[entered:]
+    shown = "".join(f"\n    {registry.shown(f.filename)}:{f.lineno} a {f.name}(): {(f.line or '').strip()}"
+                    for f in stack[-frames:])
+    return f"un widget ha fallat amb {type(exc).__name__}: {exc}{shown}"
 
 
 def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
@@ -70,25 +84,41 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
             name, _, text = instances[instance]
             registry.get(name).output(key)
             return live_number(ref, text[key], None)
+        if instance not in instances and instance not in registry.names():
+            placed = ", ".join(sorted(instances)) or "cap"
+            raise ParamError(f"md:value {ref}: '{instance}' no és cap widget d'aquesta pàgina (ids: {placed}) "
+                             f"ni cap widget registrat; permès: ID.VALOR d'un md:widget de la pàgina, o "
+                             f"NOM.VALOR clau=valor d'un widget de widgets_py")
         name, base, _ = instances.get(instance, (instance, {}, None))
         registry.get(name).output(key)
         params, text = fixed_values(name, {**base, **pairs}, build.fixed)
         return live_number(f"{name}.{key}", text[key], params)
 
-    out, last, line = [], 0, 0
+    # Widgets first, values after, wherever they stand: a value written before its widget
+    # follows it as one written after does (a page reads in any order).
+    done: dict[int, str] = {}
+    line = 0
     try:
-        for d in directives.scan(markdown, directives.line_offset(page.file.abs_src_path, markdown)):
-            line = d.line
-            if d.kind == "value":
-                out += [markdown[last:d.start], value(d)]
-                last = d.end
-            else:  # a widget replaces its whole line
-                out += [markdown[last:d.line_start], place(d)]
-                last = d.line_end
+        found = directives.scan(markdown, directives.line_offset(page.file.abs_src_path, markdown))
+        for pending in ("widget", "value"):
+            for i, d in enumerate(found):
+                if d.kind == pending:
+                    line = d.line
+                    done[i] = place(d) if pending == "widget" else value(d)
     except DirectiveError as exc:
-        raise PluginError(f"{page.file.src_uri}:{exc.line}: {exc}") from None
+        raise PluginError(f"{directives.source(page)}:{exc.line}: {exc}") from None
     except (ParamError, ValueError) as exc:
-        raise PluginError(f"{page.file.src_uri}:{line}: {exc}") from None
+        raise PluginError(f"{directives.source(page)}:{line}: {exc}") from None
+    except Exception as exc:  # a bug inside a widget: where it was asked for, and where it broke
+        raise PluginError(f"{directives.source(page)}:{line}: {failed_in_widget(exc)}") from None
+    out, last = [], 0
+    for i, d in enumerate(found):
+        if d.kind == "value":
+            out += [markdown[last:d.start], done[i]]
+            last = d.end
+        else:  # a widget replaces its whole line
+            out += [markdown[last:d.line_start], done[i]]
+            last = d.line_end
     build.slots[page.file.src_uri] = slots
     return "".join(out + [markdown[last:]])
 
@@ -98,7 +128,7 @@ def on_page_content(html: str, *, page, config, files, build) -> str:
     for i, (rendered, line) in enumerate(slots):
         tag = SLOT.format(i)
         if tag not in html:  # Markdown made it code: indented 4 spaces outside a list or an admonition
-            raise PluginError(f"{page.file.src_uri}:{line}: md:widget convertit en codi per Markdown "
+            raise PluginError(f"{directives.source(page)}:{line}: md:widget convertit en codi per Markdown "
                               f"(sagnat 4 espais fora d'una llista o d'un avís?); {ALLOWED}")
         html = html.replace(f"<p>{tag}</p>", rendered).replace(tag, rendered)
     if slots or "tw-live" in html or "tw-fixed" in html:

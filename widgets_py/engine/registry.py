@@ -17,6 +17,7 @@ import re
 import sys
 from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from . import svg
@@ -34,7 +35,22 @@ CHAPTER = re.compile(r"^cap\d+$")
 def chapters() -> list[str]:
     """The chapter packages, by name (cap15, …): folders of the package, also those that
     extend its __path__ (the test suite's fixture chapter)."""
-    return sorted(m.name for m in pkgutil.iter_modules(sys.modules[ROOT].__path__) if m.ispkg and CHAPTER.match(m.name))
+    roots = sys.modules[ROOT].__path__
+    for root in roots:  # a chapter folder without __init__.py would be invisible: say so
+        for folder in sorted(Path(root).glob("cap*")):
+            if CHAPTER.match(folder.name) and folder.is_dir() and not (folder / "__init__.py").is_file():
+                raise ParamError(f"{shown(folder)}/ no té __init__.py, i sense ell el registre no hi troba cap "
+                                 f"widget; crea'l (pot ser buit): {shown(folder / '__init__.py')}")
+    return sorted(m.name for m in pkgutil.iter_modules(roots) if m.ispkg and CHAPTER.match(m.name))
+
+
+def shown(path: Path | str) -> str:
+    """A path as an error shows it: from the repository's root when it is inside it."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def modules() -> list[str]:
@@ -50,14 +66,19 @@ def modules() -> list[str]:
 @cache
 def _all() -> dict[str, Widget]:
     found: dict[str, Widget] = {}
+    where: dict[str, str] = {}  # widget name -> the file that declared it
     for chapter in chapters():
         package = importlib.import_module(f"{ROOT}.{chapter}")
         for info in pkgutil.iter_modules(package.__path__):
-            widget = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "WIDGET", None)
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            widget = getattr(module, "WIDGET", None)
             if widget is None:
                 continue  # a helper module of the chapter
-            assert widget.name not in found, f"widget '{widget.name}' declared twice"
+            if widget.name in found:
+                raise ParamError(f"el widget '{widget.name}' està declarat dues vegades, a {where[widget.name]} i a "
+                                 f"{shown(module.__file__)}; canvia el name= d'un dels dos (els noms són únics a tot el llibre)")
             found[widget.name] = widget
+            where[widget.name] = shown(module.__file__)
     return found
 
 
