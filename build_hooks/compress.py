@@ -11,7 +11,7 @@ requests them (offline.py: NEVER_REQUESTED): a browser asks for `FILE`, the host
 
 Brotli at quality 11 costs about a second per megabyte, and most big files (Pyodide's, the
 pinned archives) are the same bytes on every build: their brotli is kept in the cache beside
-the Pyodide files, by the sha256 of what was compressed (checked by decompressing it when
+the Pyodide files (and their gzip, a few seconds more), by the sha256 of what was compressed (checked by decompressing it when
 used), so a build compresses only what changed.
 """
 
@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import os
 import tempfile
+import zlib
 from pathlib import Path
 
 from . import assets
@@ -34,31 +35,38 @@ MIN_BYTES = 1024
 KINDS = (".html", ".js", ".mjs", ".css", ".json", ".wasm", ".zip", ".svg", ".txt", ".xml", ".map")
 
 
-def _gzip(data: bytes) -> bytes:
-    return gzip.compress(data, compresslevel=9, mtime=0)
-
-
 CACHED_BYTES = 256 * 1024  # smaller files compress in milliseconds: not worth an entry
 
 
-def _brotli(data: bytes) -> bytes:
+def _kept(data: bytes, suffix: str, pack, unpack, errors) -> bytes:
+    """pack(data), from the cache when an entry for these bytes unpacks to them."""
     if len(data) < CACHED_BYTES:
-        return brotli.compress(data, quality=11)
-    folder = assets.cache_dir().parent / "brotli"
-    entry = folder / f"{hashlib.sha256(data).hexdigest()}-q11-{brotli.__version__}.br"
+        return pack(data)
+    folder = assets.cache_dir().parent / "compressed"
+    entry = folder / f"{hashlib.sha256(data).hexdigest()}{suffix}"
     if entry.is_file():
         packed = entry.read_bytes()
         try:
-            if brotli.decompress(packed) == data:
+            if unpack(packed) == data:
                 return packed
-        except brotli.error:
+        except errors:
             pass  # a damaged entry: made again below
-    packed = brotli.compress(data, quality=11)
+    packed = pack(data)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=folder, delete=False) as tmp:  # whole or not at all
         tmp.write(packed)
     os.replace(tmp.name, entry)
     return packed
+
+
+def _gzip(data: bytes) -> bytes:
+    return _kept(data, "-9.gz", lambda d: gzip.compress(d, compresslevel=9, mtime=0), gzip.decompress,
+                 (OSError, EOFError, zlib.error))
+
+
+def _brotli(data: bytes) -> bytes:
+    return _kept(data, f"-q11-{brotli.__version__}.br", lambda d: brotli.compress(d, quality=11), brotli.decompress,
+                 brotli.error)
 
 
 def siblings(path: Path) -> dict[str, bytes]:

@@ -44,7 +44,7 @@ def test_a_big_files_brotli_is_kept_and_a_damaged_entry_is_made_again(tmp_path, 
     monkeypatch.setenv("TEXTBOOK_CACHE", str(tmp_path / "cache"))
     data = bytes(range(256)) * (compress.CACHED_BYTES // 256 + 1)
     first = compress._brotli(data)
-    (entry,) = (tmp_path / "cache" / "brotli").iterdir()
+    (entry,) = (tmp_path / "cache" / "compressed").iterdir()
     assert brotli.decompress(first) == data and entry.read_bytes() == first
     calls = []
     real = brotli.compress
