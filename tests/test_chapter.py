@@ -81,6 +81,72 @@ def test_no_seed_sentence_is_copied(seed, source):
     assert not copied, copied[:5]
 
 
+WIDGETS = ROOT / "widgets_py" / "cap15"
+STRAY = 3  # 8–9-word runs a widget module may share with the seeds (a label's stock phrase)
+LONG = 10  # words: a run this long is a copied sentence, in any module
+
+
+def widget_strings(source: str) -> list[str]:
+    """The text a widget module shows: every string literal (titles, labels, help, notes,
+    captions, alt texts), each f-string with its fields cut out, so a run never spans two
+    strings or a computed value. Docstrings are the code's, not the reader's: left out."""
+    import ast
+
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    out, inside = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            inside |= {id(v) for v in node.values}
+            out.append(" | ".join(v.value if isinstance(v, ast.Constant) else "" for v in node.values))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | inside:
+            out.append(node.value)
+    return out
+
+
+def shared_runs(text: str, seed_words: list[str]) -> list[str]:
+    """The maximal runs of RUN words or more that `text` shares with the seed."""
+    seed = f" {' '.join(seed_words)} "
+    ours, runs, i = words(text), [], 0
+    while i <= len(ours) - RUN:
+        n = RUN
+        if f" {' '.join(ours[i:i + n])} " not in seed:
+            i += 1
+            continue
+        while i + n < len(ours) and f" {' '.join(ours[i:i + n + 1])} " in seed:
+            n += 1
+        runs.append(" ".join(ours[i:i + n]))
+        i += n
+    return runs
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in WIDGETS.glob("*.py")))
+def test_no_seed_sentence_is_copied_into_a_widget(module):
+    """The widgets' own words (issue 32): no run of 10 words of either seed in any string of
+    the module, and at most STRAY runs of 8–9 words."""
+    seeds = sorted(SEEDS.glob("*.txt"))
+    if not seeds:
+        pytest.skip(f"seed text not found at {SEEDS}")
+    strings = widget_strings((WIDGETS / module).read_text())
+    runs = sorted({r for seed in seeds for s in strings for r in shared_runs(s, words(seed.read_text()))})
+    long = [r for r in runs if len(r.split()) >= LONG]
+    assert not long and len(runs) <= STRAY, f"{module}: runs shared with the seeds: {runs}"
+
+
+def test_the_widget_copy_check_sees_help_texts_and_f_strings():
+    """Negative control: a seed sentence planted in a help text or around an f-string field
+    is caught; the docstring is not the reader's text."""
+    sentence = "quan envies una pregunta a un model passen dues coses molt diferents"
+    source = (f'"""{sentence}"""\nP = Param("x", help="{sentence}")\nS = f"{{a}} {sentence} {{b}}"\n')
+    strings = widget_strings(source)
+    assert len([s for s in strings if sentence in s]) == 2  # the help text and the f-string, not the docstring
+    assert shared_runs(f"x {sentence} y", words(sentence)) == [sentence]
+    assert shared_runs("a b c d e f g h", words(sentence)) == []
+
+
 def test_the_copy_check_sees_headings_cells_and_quiz_prompts():
     """Negative control: a seed sentence planted in a heading, a table cell or a quiz prompt
     is caught."""
