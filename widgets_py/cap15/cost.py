@@ -104,7 +104,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
                           f'y2="{plot.height - plot.bottom}" stroke-dasharray="2 4"/>')
         plot.text(plot.x(limit) + 4, plot.top + 14, f"límit del model: {fmt.tokens(limit)}", "start", "tw-note")
     plot.dot(v["context_used"], v["memory_needed_gb"], "tw-s3")
-    memory_svg = plot.render("On va la memòria a mesura que creix el context",
+    memory_svg = plot.render("La memòria que demana cada longitud de context",
                              f"Pesos {fmt.number(v['weights_gb'], 1)} GB; el cache de {p['concurrency']} seqüències "
                              f"els iguala a {fmt.si(v['crossover_batch'], 1)} tokens de context; el model admet "
                              f"fins a {fmt.tokens(limit)} tokens.")

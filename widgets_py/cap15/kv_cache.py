@@ -142,8 +142,8 @@ PARAMS = (
           help="Fixa els escalars de cache per token i capa, i les capes."),
     Param("max_context", "int", 4096, "Context màxim reservat", min=256, max=32768,
           ticks=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768), unit="tokens",
-          help="El que una seqüència podria arribar a fer servir; el mètode contigu ho reserva sencer. "
-               "Mai més del que admet el model."),
+          help="La longitud més gran que pot assolir una seqüència: la reserva contigua l'aparta tota "
+               "des del primer token. No passa del context que admet el model."),
     Param("variability", "int", 100, "Variabilitat de les longituds", min=0, max=100, step=5, unit="%",
           help="A 0, totes les seqüències arriben al context màxim."),
     Param("page_tokens", "int", 16, "Tokens per pàgina", min=1, max=256, ticks=(1, 2, 4, 8, 16, 32, 64, 128, 256)),
@@ -187,7 +187,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="kv_cache",
-    title="El KV-cache en serving: fragmentació, pàgines i prefixos",
+    title="La memòria del KV-cache: reserves, pàgines i prefixos compartits",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=kv_cache,

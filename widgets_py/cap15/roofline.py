@@ -166,7 +166,7 @@ PARAMS = (
           ticks=tuple(2**k for k in range(4, 18)), unit="tokens",
           help="Si passa del context màxim del model, es retalla i es diu."),
     Param("batch", "int", 32, "Seqüències al lot", min=1, max=256, ticks=tuple(2**k for k in range(9)),
-          help="Els pesos es llegeixen una vegada per a tot el lot."),
+          help="Una sola lectura dels pesos serveix a totes les seqüències del lot; el cache, no."),
     Param("weight_format", "choice", "bf16", "Bytes per paràmetre", choices=format_choices(WEIGHT_FORMATS)),
 )
 

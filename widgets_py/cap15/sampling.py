@@ -254,7 +254,7 @@ def _tables(p: dict, v: dict) -> str:
 
 PARAMS = (
     Param("temperature", "float", 1.0, "Temperatura", min=0.0, max=2.0, step=0.05,
-          help="Divideix els logits abans de la softmax. A 0 és greedy, i com més s'hi acosta, més s'hi assembla."),
+          help="Els logits es divideixen per aquest valor abans de la softmax. A 0 es tria sempre el màxim (greedy); a prop de 0 gairebé sempre."),
     Param("top_k", "int", 0, "Top-k", min=0, max=40, ticks=(0, 1, 2, 3, 5, 10, 20, 40), off=0,
           help="Els k caràcters de logit més alt; els empatats amb el k-è també hi entren."),
     Param("top_p", "float", 1.0, "Top-p (nucleus)", min=0.05, max=1.0, step=0.05, off=1.0,
