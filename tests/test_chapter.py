@@ -243,3 +243,22 @@ def test_glossary_wraps_label_terms_with_escaped_titles():
     assert g.wrap("TTFT p95, estàtic") == '<abbr title="temps &quot;fins al&quot; &lt;primer&gt; token">TTFT</abbr> p95, estàtic'
     assert g.wrap("Seqüències al lot") == 'Seqüències al <abbr title="grup">lot</abbr>'
     assert g.wrap("lots i pilots") == "lots i pilots"  # whole words only
+
+
+def test_constants_the_prose_quotes_are_the_code_s():
+    """Numbers of the prose that are constants of the code, not a widget's output: the two
+    held-out evaluations (§1 and §4 score different lengths of the same text, issue 32) and
+    Llama 3 70B's context limit beside the cost widget's crossovers."""
+    import inspect
+
+    from widgets_py.cap15 import quantize
+    from widgets_py.engine import fmt
+    from widgets_py.models import train
+    from widgets_py.models.hardware import MODELS
+
+    text = re.sub(r"\s+", " ", (ROOT / "docs/cap15/index.md").read_text())
+    training = inspect.signature(train.evaluate).parameters["tokens"].default
+    assert f"primers {fmt.number(training)} caràcters d'un text" in text
+    assert f"primers {fmt.number(quantize.EVAL_TOKENS)} caràcters del text reservat, la meitat dels {fmt.number(training)}" in text
+    assert quantize.EVAL_TOKENS * 2 == training  # "la meitat"
+    assert f"Llama 3 70B, que només admet {fmt.number(MODELS['llama-3-70b'].max_context)} posicions" in text

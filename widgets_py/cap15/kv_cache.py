@@ -150,7 +150,7 @@ PARAMS = (
     Param("memory_gb", "int", 80, "Memòria per al cache", min=10, max=640, step=10, unit="GB"),
     Param("cache_format", "choice", "bf16", "Format del cache", choices=format_choices(CACHE_FORMATS)),
     Param("prefix_tokens", "int", 2000, "Prefix compartit", min=0, max=8000, step=100, unit="tokens",
-          help="Un system prompt, un document o l'historial d'una conversa."),
+          help="Unes instruccions de sistema (system prompt), un document o l'historial d'una conversa."),
     Param("suffix_tokens", "int", 40, "Tokens propis de cada petició", min=1, max=1000,
           ticks=(1, 10, 20, 40, 100, 200, 500, 1000)),
     Param("prefix_requests", "int", 50, "Peticions sobre aquell prefix", min=1, max=500,
