@@ -81,6 +81,72 @@ def test_no_seed_sentence_is_copied(seed, source):
     assert not copied, copied[:5]
 
 
+WIDGETS = ROOT / "widgets_py" / "cap15"
+STRAY = 3  # 8–9-word runs a widget module may share with the seeds (a label's stock phrase)
+LONG = 10  # words: a run this long is a copied sentence, in any module
+
+
+def widget_strings(source: str) -> list[str]:
+    """The text a widget module shows: every string literal (titles, labels, help, notes,
+    captions, alt texts), each f-string with its fields cut out, so a run never spans two
+    strings or a computed value. Docstrings are the code's, not the reader's: left out."""
+    import ast
+
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    out, inside = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            inside |= {id(v) for v in node.values}
+            out.append(" | ".join(v.value if isinstance(v, ast.Constant) else "" for v in node.values))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | inside:
+            out.append(node.value)
+    return out
+
+
+def shared_runs(text: str, seed_words: list[str]) -> list[str]:
+    """The maximal runs of RUN words or more that `text` shares with the seed."""
+    seed = f" {' '.join(seed_words)} "
+    ours, runs, i = words(text), [], 0
+    while i <= len(ours) - RUN:
+        n = RUN
+        if f" {' '.join(ours[i:i + n])} " not in seed:
+            i += 1
+            continue
+        while i + n < len(ours) and f" {' '.join(ours[i:i + n + 1])} " in seed:
+            n += 1
+        runs.append(" ".join(ours[i:i + n]))
+        i += n
+    return runs
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in WIDGETS.glob("*.py")))
+def test_no_seed_sentence_is_copied_into_a_widget(module):
+    """The widgets' own words (issue 32): no run of 10 words of either seed in any string of
+    the module, and at most STRAY runs of 8–9 words."""
+    seeds = sorted(SEEDS.glob("*.txt"))
+    if not seeds:
+        pytest.skip(f"seed text not found at {SEEDS}")
+    strings = widget_strings((WIDGETS / module).read_text())
+    runs = sorted({r for seed in seeds for s in strings for r in shared_runs(s, words(seed.read_text()))})
+    long = [r for r in runs if len(r.split()) >= LONG]
+    assert not long and len(runs) <= STRAY, f"{module}: runs shared with the seeds: {runs}"
+
+
+def test_the_widget_copy_check_sees_help_texts_and_f_strings():
+    """Negative control: a seed sentence planted in a help text or around an f-string field
+    is caught; the docstring is not the reader's text."""
+    sentence = "quan envies una pregunta a un model passen dues coses molt diferents"
+    source = (f'"""{sentence}"""\nP = Param("x", help="{sentence}")\nS = f"{{a}} {sentence} {{b}}"\n')
+    strings = widget_strings(source)
+    assert len([s for s in strings if sentence in s]) == 2  # the help text and the f-string, not the docstring
+    assert shared_runs(f"x {sentence} y", words(sentence)) == [sentence]
+    assert shared_runs("a b c d e f g h", words(sentence)) == []
+
+
 def test_the_copy_check_sees_headings_cells_and_quiz_prompts():
     """Negative control: a seed sentence planted in a heading, a table cell or a quiz prompt
     is caught."""
@@ -177,3 +243,22 @@ def test_glossary_wraps_label_terms_with_escaped_titles():
     assert g.wrap("TTFT p95, estàtic") == '<abbr title="temps &quot;fins al&quot; &lt;primer&gt; token">TTFT</abbr> p95, estàtic'
     assert g.wrap("Seqüències al lot") == 'Seqüències al <abbr title="grup">lot</abbr>'
     assert g.wrap("lots i pilots") == "lots i pilots"  # whole words only
+
+
+def test_constants_the_prose_quotes_are_the_code_s():
+    """Numbers of the prose that are constants of the code, not a widget's output: the two
+    held-out evaluations (§1 and §4 score different lengths of the same text, issue 32) and
+    Llama 3 70B's context limit beside the cost widget's crossovers."""
+    import inspect
+
+    from widgets_py.cap15 import quantize
+    from widgets_py.engine import fmt
+    from widgets_py.models import train
+    from widgets_py.models.hardware import MODELS
+
+    text = re.sub(r"\s+", " ", (ROOT / "docs/cap15/index.md").read_text())
+    training = inspect.signature(train.evaluate).parameters["tokens"].default
+    assert f"primers {fmt.number(training)} caràcters d'un text" in text
+    assert f"primers {fmt.number(quantize.EVAL_TOKENS)} caràcters del text reservat, la meitat dels {fmt.number(training)}" in text
+    assert quantize.EVAL_TOKENS * 2 == training  # "la meitat"
+    assert f"Llama 3 70B, que només admet {fmt.number(MODELS['llama-3-70b'].max_context)} posicions" in text

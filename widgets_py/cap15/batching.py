@@ -250,7 +250,7 @@ PARAMS = (
     Param("slots", "int", 8, "Ranures del lot", min=1, max=64, ticks=SLOT_SWEEP),
     Param("requests", "int", 80, "Peticions", min=8, max=400, ticks=(8, 20, 40, 80, 160, 240, 400)),
     Param("variability", "int", 100, "Variabilitat de les longituds", min=0, max=100, step=5, unit="%",
-          help="A 0, totes les respostes fan la mateixa llargada."),
+          help="A 0 no hi ha dispersió: cada resposta té tants tokens com les altres."),
     Param("arrival_gap_ms", "choice", "0", "Temps entre arribades",
           choices=(("0", "totes alhora"), ("2", "2 ms de mitjana"), ("5", "5 ms de mitjana"),
                    ("10", "10 ms de mitjana"), ("20", "20 ms de mitjana"))),

@@ -129,8 +129,8 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     plot.text(plot.left + 6, plot.top + 14, f"mesurat a {v['runtime']}", "start", "tw-note")
     if "ratio_128" in v:
         alt = (f"Temps mesurats a {v['runtime']}: a 128 tokens, el prefill costa "
-               f"{fmt.number(v['prefill_us_per_token_128'], 1)} µs per token i un pas de decode "
-               f"{fmt.number(v['decode_us_128'], 1)} µs, {fmt.with_unit(v['ratio_128'], 1, '×')} més.")
+               f"{fmt.number(v['prefill_us_per_token_128'], 1)} µs per token; el decode, "
+               f"{fmt.number(v['decode_us_128'], 1)} µs per pas ({fmt.with_unit(v['ratio_128'], 1, '×')} més car per token).")
     else:
         alt = f"Temps que es mesuren ara a {v['runtime']}: {len(lengths)} de {len(LENGTHS)} longituds de context."
     return plot.render("El rellotge: prefill i decode del mini-GPT", alt), alt

@@ -104,7 +104,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
                           f'y2="{plot.height - plot.bottom}" stroke-dasharray="2 4"/>')
         plot.text(plot.x(limit) + 4, plot.top + 14, f"límit del model: {fmt.tokens(limit)}", "start", "tw-note")
     plot.dot(v["context_used"], v["memory_needed_gb"], "tw-s3")
-    memory_svg = plot.render("On va la memòria a mesura que creix el context",
+    memory_svg = plot.render("La memòria que demana cada longitud de context",
                              f"Pesos {fmt.number(v['weights_gb'], 1)} GB; el cache de {p['concurrency']} seqüències "
                              f"els iguala a {fmt.si(v['crossover_batch'], 1)} tokens de context; el model admet "
                              f"fins a {fmt.tokens(limit)} tokens.")
@@ -128,7 +128,7 @@ def _presets_svg(p: dict) -> str:
         plot.text(plot.width - plot.right + 6, y + 16, f"{fmt.number(r['memory_needed_gb'])} GB · {price}", "start", "tw-note")
     plot.parts.append(f'<line class="tw-limit" x1="{x_have}" y1="16" x2="{x_have}" y2="{plot.height - 10}" stroke-dasharray="6 4"/>')
     plot.text(x_have, 14, f"{fmt.number(have)} GB", "middle", "tw-note")
-    return plot.render(f"Els quatre models a {fmt.tokens(PRESET_CONTEXT)} tokens (o al seu límit) en {PRESET_GPUS} GPUs",
+    return plot.render(f"Els quatre models a {fmt.tokens(PRESET_CONTEXT)} tokens (o al seu límit) en {PRESET_GPUS} GPU",
                        "; ".join(f"{MODELS[k].label} a {fmt.number(r['context_used'])} tokens: "
                                  f"{fmt.number(r['memory_needed_gb'])} GB" for k, r in rows))
 
@@ -142,7 +142,7 @@ def _alt(v: dict) -> str:
 def _tables(p: dict, v: dict) -> str:
     parts = (("Pesos", "weights", f"{fmt.si(v['params_total'], 2)} × {fmt.number(FORMATS[p['weight_format']].nbytes, 1)} bytes"),
              ("KV-cache", "kv", f"{fmt.tokens(v['context_used'])} tokens × {p['concurrency']} seqüències"),
-             ("Activacions", "activations", "buffers d'un pas de decode"),
+             ("Activacions", "activations", "memòria de treball d'un pas de decode"),
              (f"Sobrecost ({fmt.number(p['overhead_pct'])} %)", "overhead", "fragmentació i entorn d'execució"))
     rows = "".join(f"<tr><td>{name}</td><td>{fmt.with_unit(v[k + '_gb'], 2, 'GB')}</td>"
                    f"<td>{fmt.percent(v[k + '_share'], 1)}</td><td>{why}</td></tr>" for name, k, why in parts)
@@ -169,7 +169,7 @@ def _tables(p: dict, v: dict) -> str:
 PARAMS = (
     Param("model", "choice", "llama-3-70b", "Model", choices=tuple((k, m.label) for k, m in MODELS.items())),
     Param("gpu", "choice", "h100-80gb", "GPU", choices=tuple((k, g.label) for k, g in GPUS.items())),
-    Param("n_gpus", "int", 8, "GPUs", min=1, max=64, ticks=(1, 2, 4, 8, 16, 32, 64)),
+    Param("n_gpus", "int", 8, "Nombre de GPU", min=1, max=64, ticks=(1, 2, 4, 8, 16, 32, 64)),
     Param("context", "int", 8192, "Context per seqüència", min=256, max=1 << 20,
           ticks=tuple(1 << k for k in range(8, 21)), unit="tokens",
           help="Si passa del context màxim del model, es retalla i es diu."),
@@ -225,5 +225,5 @@ WIDGET = Widget(
     compute=serving,
     figure=_figure,
     tables=_tables,
-    summary="Memòria, throughput i dòlars per milió de tokens d'un model servit en unes GPUs.",
+    summary="Memòria, throughput i dòlars per milió de tokens d'un model servit en unes quantes GPU.",
 )

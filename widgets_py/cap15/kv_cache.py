@@ -142,15 +142,15 @@ PARAMS = (
           help="Fixa els escalars de cache per token i capa, i les capes."),
     Param("max_context", "int", 4096, "Context màxim reservat", min=256, max=32768,
           ticks=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768), unit="tokens",
-          help="El que una seqüència podria arribar a fer servir; el mètode contigu ho reserva sencer. "
-               "Mai més del que admet el model."),
+          help="La longitud més gran que pot assolir una seqüència: la reserva contigua l'aparta tota "
+               "des del primer token. No passa del context que admet el model."),
     Param("variability", "int", 100, "Variabilitat de les longituds", min=0, max=100, step=5, unit="%",
           help="A 0, totes les seqüències arriben al context màxim."),
     Param("page_tokens", "int", 16, "Tokens per pàgina", min=1, max=256, ticks=(1, 2, 4, 8, 16, 32, 64, 128, 256)),
     Param("memory_gb", "int", 80, "Memòria per al cache", min=10, max=640, step=10, unit="GB"),
     Param("cache_format", "choice", "bf16", "Format del cache", choices=format_choices(CACHE_FORMATS)),
     Param("prefix_tokens", "int", 2000, "Prefix compartit", min=0, max=8000, step=100, unit="tokens",
-          help="Un system prompt, un document o l'historial d'una conversa."),
+          help="Unes instruccions de sistema (system prompt), un document o l'historial d'una conversa."),
     Param("suffix_tokens", "int", 40, "Tokens propis de cada petició", min=1, max=1000,
           ticks=(1, 10, 20, 40, 100, 200, 500, 1000)),
     Param("prefix_requests", "int", 50, "Peticions sobre aquell prefix", min=1, max=500,
@@ -174,8 +174,8 @@ OUTPUTS = (
     Output("len_mean", "longitud mitjana", "tokens", panel=False),
     Output("pages_capacity", "pàgines que hi caben", panel=False),
     Output("cache_per_seq_gb", "cache per seqüència al màxim", "GB", 2, panel=False),
-    Output("prefill_without", "tokens de prefill sense prefix", decimals=2, style="si", panel=False),
-    Output("prefill_with", "tokens de prefill amb prefix", decimals=2, style="si", panel=False),
+    Output("prefill_without", "tokens de prefill sense prefix", panel=False),
+    Output("prefill_with", "tokens de prefill amb prefix", panel=False),
     Output("shared_pages", "pàgines compartides", panel=False),
     Output("shared_tokens", "tokens compartits", panel=False),
     Output("recomputed_prefix", "tokens del prefix recalculats", panel=False),
@@ -187,7 +187,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="kv_cache",
-    title="El KV-cache en serving: fragmentació, pàgines i prefixos",
+    title="La memòria del KV-cache: reserves, pàgines i prefixos compartits",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=kv_cache,

@@ -166,7 +166,7 @@ PARAMS = (
           ticks=tuple(2**k for k in range(4, 18)), unit="tokens",
           help="Si passa del context màxim del model, es retalla i es diu."),
     Param("batch", "int", 32, "Seqüències al lot", min=1, max=256, ticks=tuple(2**k for k in range(9)),
-          help="Els pesos es llegeixen una vegada per a tot el lot."),
+          help="Una sola lectura dels pesos serveix a totes les seqüències del lot; el cache, no."),
     Param("weight_format", "choice", "bf16", "Bytes per paràmetre", choices=format_choices(WEIGHT_FORMATS)),
 )
 
@@ -183,9 +183,9 @@ OUTPUTS = (
     Output("batch_tps", "throughput del lot", "tok/s", 0),
     Output("batch_gain", "guany del lot", "×", 1),
     Output("weights_batch_gb", "pesos llegits per pas del lot", "GB", 1),
-    Output("weights_batch_share", "part dels pesos llegida per pas", decimals=0, style="pct", panel=False),
+    Output("weights_batch_share", "part dels pesos llegida per pas", decimals=1, style="pct", panel=False),
     Output("weights_batch_params", "paràmetres llegits per pas del lot", decimals=0, style="si", panel=False),
-    Output("experts_batch", "experts per capa llegits en el lot", decimals=1, panel=False),
+    Output("experts_batch", "experts per capa llegits en el lot", decimals=3, panel=False),
     Output("prompt_used", "tokens de prompt calculats", "tokens", panel=False),
     Output("context_note", "context", style="text"),
     Output("gpu_intensity", "intensitat aritmètica de la GPU", "FLOP/byte", 0),

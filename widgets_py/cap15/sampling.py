@@ -238,7 +238,7 @@ def _drawing(position: int, temperature: float, top_k: int, top_p: float, min_p:
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     key = tuple(p[k] for k in DRAWN)
     plot = pretrained.derived(("sampling.figure", current().name) + key, lambda: _drawing(*key))  # one per layout
-    alt = (f"Distribució del següent caràcter: en queden {v['kept']} candidats amb el "
+    alt = (f"Distribució del següent caràcter: en queden {v['kept']} candidates amb el "
            f"{fmt.percent(v['mass_kept'])} de la massa; el més probable és «{v['top_token']}» "
            f"({fmt.percent(v['top_prob'])}).")
     return plot.render("La distribució ordenada i on la tallen els mètodes", alt), alt
@@ -254,9 +254,9 @@ def _tables(p: dict, v: dict) -> str:
 
 PARAMS = (
     Param("temperature", "float", 1.0, "Temperatura", min=0.0, max=2.0, step=0.05,
-          help="Divideix els logits abans de la softmax. A 0 és greedy, i com més s'hi acosta, més s'hi assembla."),
+          help="Els logits es divideixen per aquest valor abans de la softmax. A 0 es tria sempre el màxim (greedy); a prop de 0 gairebé sempre."),
     Param("top_k", "int", 0, "Top-k", min=0, max=40, ticks=(0, 1, 2, 3, 5, 10, 20, 40), off=0,
-          help="Els k caràcters de logit més alt; els empatats amb el k-è també hi entren."),
+          help="Els k caràcters de logit més alt; els empatats amb el k-èsim també hi entren."),
     Param("top_p", "float", 1.0, "Top-p (nucleus)", min=0.05, max=1.0, step=0.05, off=1.0,
           help="Sobre els supervivents del top-k renormalitzats, el conjunt mínim amb massa acumulada ≥ p; "
                "sempre en queda almenys un."),
@@ -271,7 +271,7 @@ PARAMS = (
 )
 
 OUTPUTS = (
-    Output("kept", "candidats vius"),
+    Output("kept", "candidates vives"),
     Output("mass_kept", "massa conservada", decimals=1, style="pct"),
     Output("entropy", "entropia", "nats", 2),
     Output("perplexity", "perplexitat", decimals=2),
