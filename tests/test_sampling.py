@@ -379,7 +379,7 @@ def test_figure_reuses_the_computed_forward(monkeypatch):
     calls = []
     monkeypatch.setattr(gpt, "extend", lambda *a, **k: calls.append(1))
     svg, alt = widget.figure(params, values)
-    assert calls == [] and svg.startswith("<svg") and f"en queden {values['kept']} candidats" in alt
+    assert calls == [] and svg.startswith("<svg") and f"en queden {values['kept']} candidates" in alt
 
 
 # ---- what the panel reports, recomputed independently (added after the mutation run) ---------
