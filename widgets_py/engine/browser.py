@@ -52,9 +52,9 @@ def warm_runs() -> str:
     speculative's target run). The page shows those defaults prerendered, so a reader's first
     change computes only what it alters (a new quantize group: four formats, not the original
     model and BF16 as well), and a return to the defaults answers at once. Not a widget that
-    times the machine (`measured`): its timings are taken when the reader asks."""
+    times the machine (`Output.timed`): its timings are taken when the reader asks."""
     return json.dumps([name for name in registry.names()
-                       if registry.is_staged(name) and not registry.get(name).measured])
+                       if registry.is_staged(name) and not registry.get(name).timed])
 
 
 def render(name: str, params_json: str, layout: str = svg.WIDE.name) -> str:

@@ -137,6 +137,7 @@ class Output:
     decimals: int = 0  # fixed decimals in Catalan formatting
     style: str = "num"  # 'num', 'si' (metric prefix), 'pct' (fraction shown as %), 'bool', 'text'
     panel: bool = True  # listed in the widget's values panel (else only for live numbers)
+    timed: bool = False  # the machine's own timing: never compared by tests, pinned in builds, retimed by the reader
 
     def format(self, value: Any) -> str:
         from . import fmt

@@ -97,9 +97,17 @@ class Widget:
     values: Callable[[Any], dict[str, Any]] | None = None  # state -> named values (None: state is them)
     tables: Callable[[dict, Any], str] | None = None  # (params, state) -> html
     summary: str = ""  # one Catalan sentence: what the widget computes
-    measured: tuple[str, ...] = ()  # prefixes of values that time the machine running it: tests never compare them
-    autorun: bool = False  # recompute once Python is ready in the browser (the prerender timed the build machine)
     trainable: Trainable | None = None  # the reader can retrain its model (a button and a live curve)
+
+    @property
+    def timed(self) -> frozenset[str]:
+        """The outputs that time the machine running it (`Output.timed`)."""
+        return frozenset(o.name for o in self.outputs if o.timed)
+
+    @property
+    def autorun(self) -> bool:
+        """Recomputed once Python is ready in the browser: what the prerender timed was the build machine."""
+        return bool(self.timed)
 
     def output(self, name: str) -> Output:
         for out in self.outputs:
