@@ -37,3 +37,38 @@ def test_a_line_is_drawn_through_the_mapped_points():
     plot = Plot(width=100, height=100, left=0, right=0, top=0, bottom=0).scales((0, 10), (0, 10))
     plot.line(np.arange(3), np.array([0.0, 5.0, 10.0]), "tw-s1")
     assert 'points="0.0,100.0 10.0,50.0 20.0,0.0"' in plot.parts[-1]
+
+
+def test_bars_spans_and_stacks_land_where_their_data_says():
+    import re
+
+    from widgets_py.engine import svg
+
+    with svg.drawing(svg.WIDE):
+        plot = Plot(height=200, left=40, right=40, top=0, bottom=0).scales((0, 10), (0, 1))
+    plot.bar(2, 3, 0, 0.5, "tw-s1").span(0, 5, 10.0, 20, "tw-slot-used").stack(0, [(4, "tw-s2"), (6, "tw-cut")], 50, 8)
+    rects = [dict(re.findall(r'(\w[\w-]*)="([^"]*)"', r)) for r in re.findall(r"<rect [^>]*/>", "".join(plot.parts))]
+    assert [r["class"] for r in rects] == ["tw-bar tw-s1", "tw-slot-used", "tw-bar tw-s2", "tw-bar tw-cut"]
+    bar = {k: float(v) for k, v in rects[0].items() if k != "class"}
+    assert bar == {"x": plot.x(2), "y": plot.y(0.5), "width": pytest.approx(plot.x(3) - plot.x(2), abs=0.005),
+                   "height": pytest.approx(plot.y(0) - plot.y(0.5), abs=0.005)}
+    assert float(rects[2]["x"]) + float(rects[2]["width"]) == pytest.approx(float(rects[3]["x"]), abs=0.005)
+    assert float(rects[3]["x"]) + float(rects[3]["width"]) == pytest.approx(plot.x(10), abs=0.005)
+
+
+def test_every_class_the_kit_lists_is_styled_in_the_stylesheet():
+    """svg.py's docstring is the list a widget author reads; tw.css must colour each class,
+    and each series for every shape that fills (a `tw-s2` bar was black before)."""
+    import re
+    from pathlib import Path
+
+    from widgets_py.engine import svg
+
+    css = (Path(__file__).resolve().parent.parent / "docs" / "assets" / "tw" / "tw.css").read_text()
+    listed = set(re.findall(r"`(tw-[a-z0-9-]+)`", svg.__doc__))
+    assert {"tw-s1", "tw-s2", "tw-s3", "tw-cut", "tw-slot-used", "tw-roof"} <= listed
+    assert not [c for c in sorted(listed) if f".{c}" not in css]
+    for series in ("tw-s1", "tw-s2", "tw-s3"):
+        rule = re.search(rf"\.tw-svg :is\(([^)]*)\)\.{series} \{{ fill", css)
+        assert rule and {".tw-dot", ".tw-bar", ".tw-tok", "text"} <= {s.strip() for s in rule.group(1).split(",")}, series
+        assert f".tw-line.{series} {{ stroke" in css

@@ -171,8 +171,7 @@ def _grid(p: dict, state: State) -> str:
                     f"{fmt.number(v[key + '_occupied'], 1)} de {slots} ranures ocupades de mitjana")
         plot.text(8, top + 14, f"{title} · {fmt.percent(v[key + '_idle'])} ocioses · {occupied}", "start", "tw-note")
         y0 = top + 22
-        plot.parts.append(f'<rect class="tw-slot-empty" x="{plot.x(0)}" y="{y0}" '
-                          f'width="{plot.x(v[key + "_iterations"]) - plot.x(0):.2f}" height="{slots * row_h:.2f}"/>')
+        plot.span(0, v[key + "_iterations"], y0, slots * row_h, "tw-slot-empty")
         reqs = state.runs[continuous].requests  # up to 400 rectangles a run: their pixels in one pass
         starts = plot.x.many(np.array([r.start_iter for r in reqs], float))
         ends = plot.x.many(np.array([r.finish_iter for r in reqs], float))
@@ -181,9 +180,7 @@ def _grid(p: dict, state: State) -> str:
             plot.parts.append(f'<rect class="{cls}" x="{x0}" y="{y0 + r.slot * row_h:.2f}" '
                               f'width="{max(x1 - x0, 0.5):.2f}" height="{max(row_h - 0.6, 1):.2f}"/>')
         for slot, first, last in state.runs[continuous].evicted:  # stays cut short by a preemption
-            x0, x1 = plot.x(first), plot.x(last)
-            plot.parts.append(f'<rect class="tw-bar tw-s1" x="{x0}" y="{y0 + slot * row_h:.2f}" '
-                              f'width="{max(x1 - x0, 0.5):.2f}" height="{max(row_h - 0.6, 1):.2f}"/>')
+            plot.span(first, last, y0 + slot * row_h, max(row_h - 0.6, 1), "tw-s1")
     plot.text((plot.left + plot.width - plot.right) / 2, plot.height - 8, "iteracions", "middle", "tw-label")
     evicted = (f" En continu, {fmt.number(v['continuous_preemptions'])} peticions han perdut el seu cache per falta "
                "de blocs (en vermell, l'estada interrompuda)." if v["continuous_preemptions"] else "")

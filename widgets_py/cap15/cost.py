@@ -122,8 +122,7 @@ def _presets_svg(p: dict) -> str:
         y = 24 + 34 * i
         cls = "tw-s3" if r["fits"] else "tw-s1"
         plot.text(plot.left - 8, y + 16, MODELS[key].label, "end", "tw-note")
-        plot.parts.append(f'<rect class="tw-bar {cls}" x="{plot.x(0)}" y="{y}" '
-                          f'width="{plot.x(r["memory_needed_gb"]) - plot.x(0):.2f}" height="22"/>')
+        plot.span(0, r["memory_needed_gb"], y, 22, cls)
         price = f"{fmt.with_unit(r['dollars_per_m'], 2, 'dòlars')}/M" if r["fits"] else "no hi cap"
         plot.text(plot.width - plot.right + 6, y + 16, f"{fmt.number(r['memory_needed_gb'])} GB · {price}", "start", "tw-note")
     plot.parts.append(f'<line class="tw-limit" x1="{x_have}" y1="16" x2="{x_have}" y2="{plot.height - 10}" stroke-dasharray="6 4"/>')

@@ -94,15 +94,13 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     rows = (("Blocs contigus: cada seqüència reserva el màxim", [context] * DRAWN, 40),
             (f"Pàgines de {page} tokens: es reserva el que cal", list(-(-lengths // page) * page), 115))
     for title, reserve, y in rows:
-        x = 0.0
         used_sum, res_sum = int(lengths.sum()), int(sum(reserve))
         counts = "" if plot.layout.compact else f" · {fmt.si(used_sum, 1)} de {fmt.si(res_sum, 1)} tokens"  # a phone: the panel has them
         plot.text(12, y - 8, f"{title.split(':')[0] if plot.layout.compact else title}{counts} · "
                   f"{fmt.percent(1 - used_sum / res_sum)} malbaratat", "start", "tw-note")
-        for n, r in zip(lengths, reserve):
-            x0, x1, xu = plot.x(x), plot.x(x + r), plot.x(x + n)
-            plot.parts.append(f'<rect class="tw-slot-empty" x="{x0}" y="{y}" width="{max(x1 - x0 - 1, 0.5):.2f}" height="26"/>')
-            plot.parts.append(f'<rect class="tw-slot-used" x="{x0}" y="{y}" width="{max(xu - x0 - 1, 0.5):.2f}" height="26"/>')
+        x = 0
+        for n, r in zip(lengths, reserve):  # each sequence: what it reserved, and over it what it used
+            plot.span(x, x + r, y, 26, "tw-slot-empty", inset=1).span(x, x + n, y, 26, "tw-slot-used", inset=1)
             x += r
     alt = (f"{DRAWN} seqüències a la mateixa escala. Amb blocs contigus se'n malbarata el "
            f"{fmt.percent(v['waste_contiguous'])} en tot el flux; amb pàgines de {page} tokens, el "

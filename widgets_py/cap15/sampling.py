@@ -222,11 +222,8 @@ def _drawing(position: int, temperature: float, top_k: int, top_p: float, min_p:
     plot.axes([], [0, top / 2, top], "tokens, del més probable al menys", "probabilitat",
               fmt=lambda t: fmt.percent(t))
     for i, tok in enumerate(order):
-        x0, x1 = plot.x(i + 0.1), plot.x(i + 0.9)
-        y = plot.y(probs[tok])
-        cls = "tw-bar tw-s2" if keep[tok] else "tw-bar tw-cut"
-        plot.parts.append(f'<rect class="{cls}" x="{x0}" y="{y}" width="{x1 - x0:.2f}" height="{plot.y(0) - y:.2f}"/>')
-        plot.text((x0 + x1) / 2, plot.y(0) + 16, show(tok), "middle", "tw-tick")
+        plot.bar(i + 0.1, i + 0.9, 0, probs[tok], "tw-s2" if keep[tok] else "tw-cut")
+        plot.text(plot.x(i + 0.5), plot.y(0) + 16, show(tok), "middle", "tw-tick")
     n = int(keep[order].sum())
     if n < SHOWN:
         plot.parts.append(f'<line class="tw-limit" x1="{plot.x(n)}" y1="{plot.top}" x2="{plot.x(n)}" '

@@ -10,6 +10,18 @@ column, below `COMPACT_BELOW` CSS px). The registry draws each layout the page n
 labels to what fits. The page holds both drawings and tw.css shows the one its box fits, so
 a widget's `figure(params, state)` keeps its signature and draws either: where it places
 something by hand it reads `current()` (a legend stacked on a phone, say).
+
+Drawing: `axes`, `line`, `dot`/`dots`, `bar` (data coordinates), `span` and `stack` (bars
+on rows placed by hand), `text`; `render` makes the SVG. The classes tw.css colours, in light
+and dark mode alike:
+
+- series, for lines, dots, bars and text: `tw-s1` (magenta: a limit, what is lost),
+  `tw-s2` (blue: the main quantity), `tw-s3` (green: what fits, what is kept), `tw-cut`
+  (grey: what a method leaves out);
+- slots: `tw-slot-empty` (an outline), `tw-slot-used`, `tw-slot-used2` (two neighbours);
+- marks: `tw-roof` (a ceiling line), `tw-limit` (a dashed limit), `tw-band` (a shaded
+  range), `tw-grid`, `tw-frame`;
+- text: `tw-note`, `tw-tick`, `tw-label`.
 """
 
 from __future__ import annotations
@@ -176,6 +188,33 @@ class Plot:
         """dot() at each point, the pixels of all of them in one pass (Scale.many)."""
         for cx, cy, cls in zip(self.x.many(xs), self.y.many(ys), classes):
             self.parts.append(f'<circle class="tw-dot {cls}" cx="{cx}" cy="{cy}" r="{r}"/>')
+        return self
+
+    def bar(self, x0: float, x1: float, y0: float, y1: float, cls: str) -> "Plot":
+        """A rectangle between data coordinates: a vertical bar (y0=0), a horizontal one (x0=0),
+        a cell. `cls` is a series (`tw-s1`…, `tw-cut`): the bar is `tw-bar` of that series."""
+        left, right = sorted((self.x(x0), self.x(x1)))
+        top, bottom = sorted((self.y(y0), self.y(y1)))
+        self.parts.append(f'<rect class="tw-bar {cls}" x="{left}" y="{top}" width="{right - left:.2f}" '
+                          f'height="{bottom - top:.2f}"/>')
+        return self
+
+    def span(self, x0: float, x1: float, y: float, height: float, cls: str, inset: float = 0) -> "Plot":
+        """A horizontal bar on a row drawn by hand: from x0 to x1 in data units, at `y` and
+        `height` in user units (rows of a memory map, a slot grid, a Gantt chart). `cls` is a
+        series (`tw-s1`…, drawn as `tw-bar`) or a slot (`tw-slot-empty`, `tw-slot-used`,
+        `tw-slot-used2`); `inset` units are left clear at its right end (cells that touch)."""
+        left, right = self.x(x0), self.x(x1)
+        kind = cls if cls.startswith("tw-slot") else f"tw-bar {cls}"
+        self.parts.append(f'<rect class="{kind}" x="{left}" y="{y:.2f}" width="{max(right - left - inset, 0.5):.2f}" '
+                          f'height="{height:.2f}"/>')
+        return self
+
+    def stack(self, x0: float, parts, y: float, height: float, inset: float = 0) -> "Plot":
+        """Spans end to end from x0: `parts` is [(length in data units, class)], a stacked bar."""
+        for length, cls in parts:
+            self.span(x0, x0 + length, y, height, cls, inset)
+            x0 += length
         return self
 
     def text(self, x: float, y: float, s: str, anchor: str = "start", cls: str = "tw-note") -> "Plot":
