@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -26,6 +27,33 @@ from build_hooks import generator  # noqa: E402
 # The fixture chapter's widgets join the registry here too (widgets_py.cap99), so every test
 # that walks the registry or the built site covers it like any chapter of the book.
 widgets_py.__path__.append(str(FIXTURE / "widgets_py"))
+
+
+def scaffold_into(project: Path) -> str:
+    """`./dev new chapter cap16` and `./dev new widget cap16 pesos` in `project` (its own
+    widgets_py must be the one imported), and the directive they print pasted into the page
+    with a live value, as a contributor does; returns what the commands printed."""
+    from build_hooks import scaffold
+
+    chapter, name = SCAFFOLDED
+    said = [str(p.relative_to(project)) for p in scaffold.chapter(chapter, "Capítol de l'esquelet", root=project)]
+    said += [str(p.relative_to(project)) for p in scaffold.widget(chapter, name, root=project)]
+    page = project / "docs" / chapter / "index.md"
+    page.write_text(page.read_text() + f"\nEls pesos ocupen <!-- md:value {name}.weights_gb -->.\n\n"
+                    f"{scaffold.directive(name)}\n")
+    return "\n".join(f"escrit: {p}" for p in said)
+
+
+# A chapter and a widget from the scaffold, written at the start of every session into a
+# scratch folder laid out like the fixture's (docs/, widgets_py/, its nav lines): they join
+# the registry and the session's book like cap99, so the whole suite covers what `./dev new`
+# writes, unchanged (test_scaffold.py).
+SCAFFOLDED = ("cap16", "pesos")
+SCAFFOLD = Path(tempfile.mkdtemp(prefix="textbook-scaffold-"))
+(SCAFFOLD / "widgets_py").mkdir()
+(SCAFFOLD / "mkdocs.yml").write_text("nav:\n")
+widgets_py.__path__.append(str(SCAFFOLD / "widgets_py"))
+scaffold_into(SCAFFOLD)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # The worker's warm-up state in a page (kernel.js: null until it is over, then {failed, helped})
@@ -63,15 +91,17 @@ def book_with_fixture(dest: Path) -> Path:
                 shutil.copy(src, dest / src.name)
     for part in ("docs", "widgets_py"):
         shutil.copytree(FIXTURE / part, dest / part, dirs_exist_ok=True)
+        shutil.copytree(SCAFFOLD / part, dest / part, dirs_exist_ok=True)
     config = (dest / "mkdocs.yml").read_text()
     assert config.rstrip().split("\n")[-1].startswith("  - "), "nav: must stay the last key of mkdocs.yml"
-    (dest / "mkdocs.yml").write_text(config.rstrip() + "\n" + (FIXTURE / "nav.yml").read_text())
+    scaffolded_nav = (SCAFFOLD / "mkdocs.yml").read_text().split("nav:\n", 1)[1]
+    (dest / "mkdocs.yml").write_text(config.rstrip() + "\n" + (FIXTURE / "nav.yml").read_text() + scaffolded_nav)
     return dest
 
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory, port) -> Path:
-    """The book and the fixture chapter, built strictly once per session."""
+    """The book, the fixture chapter and a chapter from the scaffold, built strictly once per session."""
     dest = tmp_path_factory.mktemp("site")
     project = book_with_fixture(tmp_path_factory.mktemp("project"))
     done = build_site(dest, project, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})

@@ -92,7 +92,7 @@ def test_an_edit_computes_what_the_weights_keep_for_itself():
     params = {"position": 37}
     code = shipped("sampling")["source"]
     before = registry.reply("sampling", params)  # the shipped prefill and figure, kept
-    drawn = code.replace('"tw-bar tw-s2"', '"tw-bar tw-s4"')
+    drawn = code.replace('"tw-s2" if keep[tok]', '"tw-s4" if keep[tok]')
     prompt = code.replace("return corpus.data()[1][:position]", "return corpus.data()[1][1:position + 1]")
     assert drawn != code and prompt != code
     figure = json.loads(browser.render_edited("sampling", "a", drawn, json.dumps(params)))["figure"]

@@ -1,0 +1,186 @@
+"""`./dev new widget CHAPTER NAME` and `./dev new chapter NAME TITLE`: the files a contributor
+starts from, written so that they build and pass the suite at once (issue 30).
+
+    widget   widgets_py/CHAPTER/NAME.py   a calculator widget calling the shared maths
+             tests/test_NAME.py           its own test: one case worked out by hand
+             tests/golden/NAME.json       its default run, pinned (as test_golden.py writes it)
+             and prints the directive to paste into the chapter's page
+    chapter  widgets_py/NAME/__init__.py  the chapter's package (the registry finds it)
+             docs/NAME/index.md           its first page
+             mkdocs.yml                   its entry at the end of nav:
+
+Every file is new: an existing one, a name the registry already has, a chapter that does not
+exist (widget) or already does (chapter), stop the command with what to do instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = re.compile(r"[a-z][a-z0-9_]*")  # a module name, a directive's widget name
+CHAPTER = re.compile(r"cap\d+")
+
+
+class ScaffoldError(Exception):
+    """A request the scaffold refuses; the message says what to do instead."""
+
+
+WIDGET = '''"""{title}: the weights' memory of a model of the table, in one number format.
+
+Written by `./dev new widget`: a working start. Replace the computation with your widget's
+own, keeping its shape: `compute` does the work with the shared maths (models/serving.py,
+models/hardware.py), `figure` only draws what it returns.
+"""
+
+from __future__ import annotations
+
+from ..engine import fmt
+from ..engine.params import Output, Param
+from ..engine.svg import Plot
+from ..engine.widget import Widget
+from ..models.hardware import MODELS, counts
+from ..models.numformats import FORMATS
+from ..models.serving import WEIGHT_FORMATS, format_choices
+
+
+def {name}(model: str, weight_format: str) -> dict:
+    params = counts(MODELS[model]).total  # every parameter, experts included
+    return {{"params_b": params / 1e9, "weights_gb": params * FORMATS[weight_format].nbytes / 1e9}}
+
+
+def figure(p: dict, v: dict) -> tuple[str, str]:
+    plot = Plot(height=120).scales((0, max(v["weights_gb"], 1.0)), (0, 1))
+    plot.span(0, v["weights_gb"], 40, 30, "tw-s2")  # a bar on a row: x in GB, y and height in SVG units
+    alt = f"Els pesos ocupen {{fmt.with_unit(v['weights_gb'], 1, 'GB')}} en {{p['weight_format']}}."
+    return plot.render("{title}", alt), alt
+
+
+WIDGET = Widget(
+    name="{name}",
+    title="{title}",
+    params=(
+        Param("model", "choice", "llama-3-70b", "Model", choices=tuple((k, m.label) for k, m in MODELS.items())),
+        Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
+    ),
+    outputs=(
+        Output("params_b", "paràmetres", "G", 2),
+        Output("weights_gb", "memòria dels pesos", "GB", 1),
+    ),
+    compute={name},
+    figure=figure,
+    summary="La memòria que ocupen els pesos d'un model en un format.",
+)
+'''
+
+TEST = '''"""{name}: its own maths against a case worked out by hand (the suite's golden, property and
+browser tests find the widget by themselves)."""
+
+import pytest
+
+from widgets_py import run
+
+
+def test_llama_3_70b_in_bf16_takes_two_bytes_a_parameter():
+    # Meta-Llama-3-70B: 70.55 G parameters (its config.json's shapes), 2 bytes each in bf16
+    values = run("{name}", {{"model": "llama-3-70b", "weight_format": "bf16"}}).values
+    assert values["weights_gb"] == pytest.approx(141.1, rel=1e-3)
+
+
+def test_int4_is_a_quarter_of_bf16():
+    bf16 = run("{name}", {{"weight_format": "bf16"}}).values["weights_gb"]
+    assert run("{name}", {{"weight_format": "int4"}}).values["weights_gb"] == pytest.approx(bf16 / 4)
+'''
+
+PAGE = '''# {title}
+
+Un capítol nou. Cada pàgina és Markdown; un widget es col·loca amb
+`<!-- md:widget NOM -->` en una línia pròpia, i una xifra que calcula, amb
+`<!-- md:value NOM.VALOR -->` dins d'una frase (docs/contribuir.md).
+'''
+
+
+def _new(path: Path, text: str) -> Path:
+    if path.exists():
+        raise ScaffoldError(f"{_shown(path)} ja existeix: no el sobreescric; tria un altre nom o esborra'l")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def widget(chapter: str, name: str, root: Path = ROOT) -> list[Path]:
+    """The widget's module, its test and its golden file; returns the files written."""
+    if not CHAPTER.fullmatch(chapter) or not (root / "widgets_py" / chapter / "__init__.py").is_file():
+        there = sorted(p.parent.name for p in (root / "widgets_py").glob("cap*/__init__.py"))
+        raise ScaffoldError(f"no hi ha cap capítol '{chapter}' (widgets_py/{chapter}/__init__.py); n'hi ha: "
+                            f"{', '.join(there)}; o crea'l abans amb ./dev new chapter {chapter} TÍTOL")
+    if not NAME.fullmatch(name):
+        raise ScaffoldError(f"'{name}' no serveix de nom: minúscules, xifres i '_', començant per una lletra")
+    from widgets_py.engine import registry
+
+    if name in registry.names():
+        raise ScaffoldError(f"ja hi ha un widget '{name}' al llibre; els noms són únics: tria'n un altre")
+    title = name.replace("_", " ").capitalize()
+    written = [_new(root / "widgets_py" / chapter / f"{name}.py", WIDGET.format(name=name, title=title)),
+               _new(root / "tests" / f"test_{name}.py", TEST.format(name=name))]
+    registry._all.cache_clear()  # the new module joins the registry
+    values = registry.run(name, {}).values
+    written.append(_new(root / "tests" / "golden" / f"{name}.json", json.dumps(values, indent=1, sort_keys=True) + "\n"))
+    return written
+
+
+def chapter(name: str, title: str, root: Path = ROOT) -> list[Path]:
+    """The chapter's package, its first page and its nav entry; returns the files written."""
+    if not CHAPTER.fullmatch(name):
+        raise ScaffoldError(f"'{name}' no és un nom de capítol: capNN (cap16, cap17…)")
+    if (root / "widgets_py" / name).exists() or (root / "docs" / name).exists():
+        raise ScaffoldError(f"el capítol {name} ja existeix (widgets_py/{name} o docs/{name})")
+    config = root / "mkdocs.yml"
+    text = config.read_text()
+    keys = [line for line in text.splitlines() if re.match(r"[A-Za-z_]+:", line)]  # the top-level keys
+    if not keys or keys[-1].rstrip() != "nav:":
+        raise ScaffoldError("mkdocs.yml: nav: ha de ser l'última clau perquè hi afegeixi el capítol al final")
+    written = [_new(root / "widgets_py" / name / "__init__.py", f'"""{title}: the widgets of chapter {name[3:]}."""\n'),
+               _new(root / "docs" / name / "index.md", PAGE.format(title=title))]
+    entry = json.dumps(f"{int(name[3:])} · {title}", ensure_ascii=False)  # a YAML string, quoted as JSON is
+    config.write_text(text.rstrip() + f"\n  - {entry}:\n      - {json.dumps(title, ensure_ascii=False)}: {name}/index.md\n")
+    return [*written, config]
+
+
+def directive(name: str) -> str:
+    return f"<!-- md:widget {name} -->"
+
+
+def main(argv: list[str]) -> int:
+    usage = "ús: ./dev new widget CAPÍTOL NOM  |  ./dev new chapter capNN \"Títol\""
+    try:
+        if len(argv) == 3 and argv[0] == "widget":
+            written = widget(argv[1], argv[2])
+            print("\n".join(f"escrit: {_shown(p)}" for p in written))
+            print(f"\nEnganxa a la pàgina del capítol, en una línia pròpia:\n\n    {directive(argv[2])}\n\n"
+                  f"i comprova-ho amb: ./dev test -k {argv[2]}")
+        elif len(argv) == 3 and argv[0] == "chapter":
+            written = chapter(argv[1], argv[2])
+            print("\n".join(f"escrit: {_shown(p)}" for p in written))
+            print(f"\nAra: ./dev new widget {argv[1]} NOM, i ./dev serve per veure'l")
+        else:
+            print(usage, file=sys.stderr)
+            return 2
+    except ScaffoldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

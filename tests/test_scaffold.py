@@ -1,0 +1,66 @@
+"""`./dev new` (issue 30): the session's site holds a chapter and a widget written by the
+scaffold (conftest.scaffold_into), so every book-wide test (strict build, prerender, CPython ↔
+browser parity, screens, offline) covers them unchanged; here, their own tests pass in a copy
+of the project, and what the scaffold must not do, it refuses before writing anything."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, SCAFFOLDED, book_with_fixture
+
+from build_hooks import scaffold
+
+
+@pytest.mark.build
+def test_the_site_holds_the_scaffolded_chapter_live(site):
+    chapter, name = SCAFFOLDED
+    html = (site / chapter / "index.html").read_text()
+    assert f'data-widget="{name}"' in html and f'data-live="{name}.weights_gb"' in html and "141,1 GB" in html
+    assert f'href="{chapter}/index.html"' in (site / "index.html").read_text()  # in the navigation
+
+
+def test_the_scaffolded_widget_passes_the_suites_tests_for_it(tmp_path):
+    """The commands as a contributor runs them (`./dev new` is `python -m build_hooks.scaffold`),
+    in a copy of the book (its conftest scaffolds cap16 as this session's did: these are other names),
+    then the suite's tests for the widget."""
+    project = tmp_path / "project"
+    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".venv", "site", "__pycache__", "node_modules",
+                                                                  "*.egg-info"))
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    said = ""
+    for args in (["chapter", "cap17", "Un altre capítol"], ["widget", "cap17", "memoria"]):
+        done = subprocess.run([sys.executable, "-m", "build_hooks.scaffold", *args], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        said += done.stdout
+    written = [line.split(": ", 1)[1] for line in said.splitlines() if line.startswith("escrit: ")]
+    assert written == ["widgets_py/cap17/__init__.py", "docs/cap17/index.md", "mkdocs.yml",
+                       "widgets_py/cap17/memoria.py", "tests/test_memoria.py", "tests/golden/memoria.json"]
+    assert "<!-- md:widget memoria -->" in said and "./dev test -k memoria" in said
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not browser and not build",
+                            "-k", "memoria", "tests/test_memoria.py", "tests/test_golden.py", "tests/test_properties.py"],
+                           cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert tests.returncode == 0, tests.stdout[-3000:]
+    assert int(tests.stdout.strip().splitlines()[-1].split(" passed")[0].split()[-1]) >= 4, tests.stdout[-500:]
+    assert not (ROOT / "tests" / "test_memoria.py").exists()
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: scaffold.widget("cap15", "roofline"), ["roofline", "únics"]),
+    (lambda: scaffold.widget("cap77", "nou"), ["cap77", "./dev new chapter"]),
+    (lambda: scaffold.widget("cap15", "Nou-Widget"), ["minúscules"]),
+    (lambda: scaffold.chapter("cap15", "Un altre"), ["cap15", "ja existeix"]),
+    (lambda: scaffold.chapter("capitol", "Un altre"), ["capNN"]),
+])
+def test_what_the_scaffold_refuses_it_says_before_writing(call, words):
+    before = sorted(p for p in (ROOT / "widgets_py").rglob("*.py"))
+    with pytest.raises(scaffold.ScaffoldError) as caught:
+        call()
+    assert all(w in str(caught.value) for w in words), str(caught.value)
+    assert sorted(p for p in (ROOT / "widgets_py").rglob("*.py")) == before
