@@ -5,7 +5,7 @@ browser all validate through `Param.coerce`, so an out-of-range value is refused
 same way everywhere, with a message that names the parameter and what it allows.
 
 The grammar of a number written as text (CLI `key=value`, Markdown directive, URL state,
-and the browser's mirror of it in docs/assets/tw/params.js), one set of rules everywhere:
+and the browser's mirror of it in docs/assets/tw/numbers.js), one set of rules everywhere:
 
     int    -?[0-9]+                             ASCII digits only: no '+', no spaces,
                                                 no '_', no '0x10', no '8.0', no '1e1'
