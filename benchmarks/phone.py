@@ -1,6 +1,6 @@
 """The phone profile (issue 28 §1): a chapter's cold visit as a mid-range phone gets it.
 
-    .venv/bin/python benchmarks/phone.py [--page cap15/index.html] [--rounds 3]
+    .venv/bin/python benchmarks/phone.py [--page cap15/index.html] [--rounds 3] [--before]
 
 A 390 x 844 CSS px touch viewport, the page's CPU slowed 4x (CDP Emulation.setCPUThrottlingRate),
 and a network shaped on the server's side, so that the worker's downloads (Pyodide, numpy, the
@@ -10,6 +10,9 @@ token bucket for the whole server: a phone's link is shared by its parallel down
 No service worker (a first visit: its precache comes after the widgets are interactive).
 Prints time to first contentful paint, to the first widget interactive and to all of them,
 and the bytes on the wire (compressed) and before compression, until all are interactive.
+With `--before`, the same for the same build with its runtime laid out as before trim.py
+(whole standard library and numpy, bytecode beside the sources: budget.layout_before), the
+two in turn in every round.
 """
 
 from __future__ import annotations
@@ -129,6 +132,8 @@ def main() -> None:
     ap.add_argument("--page", help="the chapter page (default: the book's first with widgets)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--site", help="a site already built (default: build one)")
+    ap.add_argument("--before", action="store_true",
+                    help="also the same build with the runtime laid out as before trim.py, in turn (issue 33)")
     args = ap.parse_args()
     port = free_port()
     if args.site:
@@ -138,26 +143,47 @@ def main() -> None:
         done = build_site(site, env={"TEXTBOOK_SITE_URL": f"http://127.0.0.1:{port}/"})
         assert done.returncode == 0, done.stderr[-2000:]
     chapter = args.page or book.widget_pages(site)[0]
-    link = Link(BANDWIDTH)
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(handler(link), directory=str(site)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    layouts = {"after": site}  # the site as built
+    if args.before:  # the same build with its runtime as laid out before trim.py (issue 33)
+        from budget import layout_before
+
+        layouts["before"] = Path(tempfile.mkdtemp()) / "before"
+        layout_before(site, layouts["before"])
+    served = {}
+    for name, root in layouts.items():
+        link = Link(BANDWIDTH)
+        at = port if name == "after" else free_port()
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", at), functools.partial(handler(link), directory=str(root)))
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        served[name] = (link, httpd, f"http://127.0.0.1:{at}/{chapter}")
     from playwright.sync_api import sync_playwright
 
-    runs = []
+    runs: dict[str, list[dict]] = {name: [] for name in layouts}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        for _ in range(args.rounds):
-            link.wire = link.raw = 0
-            runs.append(visit(browser, f"http://127.0.0.1:{port}/{chapter}") | {"wire": link.wire, "raw": link.raw})
+        for round_ in range(args.rounds):
+            for name in sorted(layouts, reverse=round_ % 2 == 1):  # which goes first alternates: no order bias
+                link, _, url = served[name]
+                link.wire = link.raw = 0
+                runs[name].append(visit(browser, url) | {"wire": link.wire, "raw": link.raw})
         browser.close()
-    httpd.shutdown()
+    for _, httpd, _ in served.values():
+        httpd.shutdown()
+    print(f"profile: {VIEWPORT['width']} px, CPU {CPU_SLOWDOWN}x slower, {BANDWIDTH * 8 / 1e6:.0f} Mbit/s, "
+          f"{LATENCY * 1e3:.0f} ms per request, gzip; {chapter}, median of {args.rounds}")
+    for name, each_run in runs.items():
+        if len(runs) > 1:
+            print(f"\n{name}: " + ("the site as built" if name == "after" else "the runtime before trim.py"))
+        print_runs(each_run)
+
+
+def print_runs(runs: list[dict]) -> None:
     med = {k: statistics.median(r[k] for r in runs) for k in ("fcp", "first", "all", "wire", "raw")}
+
     def each(key: str) -> str:
         return ", ".join(f"{r[key] / 1e3:.2f}" for r in runs)
 
     rows = [
-        ("profile", f"{VIEWPORT['width']} px, CPU {CPU_SLOWDOWN}x slower, {BANDWIDTH * 8 / 1e6:.0f} Mbit/s, "
-                    f"{LATENCY * 1e3:.0f} ms per request, gzip; {chapter}, median of {len(runs)}"),
         ("first contentful paint", f"{med['fcp'] / 1e3:.2f} s  (per run {each('fcp')})"),
         ("first widget interactive", f"{med['first'] / 1e3:.2f} s  (per run {each('first')})"),
         (f"all {runs[0]['widgets']} widgets interactive", f"{med['all'] / 1e3:.2f} s  (per run {each('all')})"),
@@ -166,7 +192,6 @@ def main() -> None:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
-
 
 if __name__ == "__main__":
     main()
