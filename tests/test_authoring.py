@@ -6,7 +6,6 @@ declared twice or a chapter without `__init__.py` said nothing of where, a page 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from mkdocs.exceptions import PluginError
 
-from conftest import FIXTURE, ROOT, generator
+from conftest import FIXTURE, ROOT
 
 from build_hooks import context, widget_pages
 
@@ -102,16 +101,11 @@ def test_an_exception_inside_a_widget_names_the_directive_and_the_widgets_line(t
     assert len(tail) <= 12, "one short traceback, not the whole build's"
 
 
+@pytest.mark.build
 def test_a_page_missing_from_nav_stops_the_build(tmp_path):
-    project = tmp_path / "project"
-    (project / "docs").mkdir(parents=True)
-    for part in ("widgets_py", "build_hooks", "includes", "overrides"):
-        (project / part).symlink_to(ROOT / part)
-    config = (ROOT / "mkdocs.yml").read_text()
-    (project / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\nnav:\n  - Inici: index.md\n")
-    (project / "docs" / "index.md").write_text("# Inici\n")
-    (project / "docs" / "oblidada.md").write_text("# Una pàgina fora del menú\n")
-    done = subprocess.run(generator.build_command(tmp_path / "site"), cwd=project, capture_output=True, text=True,
-                          timeout=300)
+    from test_directives import _project
+
+    done, _ = _project(tmp_path, "# Inici\n", nav="nav:\n  - Inici: index.md\n",
+                       more={"oblidada.md": "# Una pàgina fora del menú\n"})
     assert done.returncode != 0, "a page outside nav: built"
     assert "oblidada.md" in done.stderr, done.stderr[-1500:]

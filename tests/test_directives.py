@@ -51,14 +51,17 @@ WORKS = [
 ]
 
 
-def _project(tmp_path, body: str):
+def _project(tmp_path, body: str, nav: str = "", more: dict[str, str] | None = None):
+    """A one-page project (`body` is docs/index.md; `more`, other pages) with the book's hooks
+    and configuration, `nav` its navigation (none: MkDocs lists every page), built strictly."""
     project = tmp_path / "project"
     (project / "docs").mkdir(parents=True)
     for part in ("widgets_py", "build_hooks", "includes", "overrides"):
         (project / part).symlink_to(ROOT / part)
     config = (ROOT / "mkdocs.yml").read_text()
-    (project / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\n")
-    (project / "docs" / "index.md").write_text(body)
+    (project / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\n" + nav)
+    for name, text in {"index.md": body, **(more or {})}.items():
+        (project / "docs" / name).write_text(text)
     done = subprocess.run(generator.build_command(tmp_path / "site"), cwd=project, capture_output=True, text=True, timeout=300)
     return done, tmp_path / "site" / "index.html"
 
