@@ -19,6 +19,8 @@ import pytest
 from build_hooks import assets, bundle, bytecode, trim
 from widgets_py.engine import on_miss
 
+from test_bytecode import RUN  # node boots the site's runtime
+
 
 def _zip(members: dict[str, str]) -> bytes:
     out = io.BytesIO()
@@ -124,15 +126,6 @@ def test_the_site_serves_trimmed_bytecode_and_the_pinned_archives_beside(site):
     assert "numpy/random/__init__.pyc" in numpy  # the widgets' generators
 
 
-RUN = """\
-const [runtime, script] = process.argv.slice(2);
-const { loadPyodide } = require(runtime + "/pyodide.js");
-(async () => {
-  const py = await loadPyodide({ indexURL: runtime + "/", lockFileURL: runtime + "/pyodide-lock.json" });
-  await py.loadPackage("widgets-py", { messageCallback: () => {} });
-  console.log(py.runPython(require("fs").readFileSync(script, "utf8")));
-})().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
-"""
 
 # the package stage's own exercise, on the site as served and without the finder: an import the
 # trimmed runtime lacks fails here; then: was anything of the stdlib or numpy compiled from source?
