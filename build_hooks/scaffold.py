@@ -139,6 +139,20 @@ def widget(chapter: str, name: str, root: Path = ROOT) -> list[Path]:
     return written
 
 
+def with_chapter(config: str, lines: list[str]) -> str:
+    """mkdocs.yml with a chapter's nav lines after the last chapter's (an entry whose pages are
+    in a capNN/ folder), before the glossary and the guide; at the end if there is none."""
+    text = config.rstrip().split("\n")
+    start = max(i for i, line in enumerate(text) if line.rstrip() == "nav:")
+    entries = [i for i in range(start + 1, len(text)) if text[i].startswith("  - ")] + [len(text)]
+    last = None
+    for begin, end in zip(entries, entries[1:]):
+        if any(re.search(r"\bcap\d+/", line) for line in text[begin:end]):
+            last = end
+    at = last if last is not None else len(text)
+    return "\n".join(text[:at] + lines + text[at:]) + "\n"
+
+
 def chapter(name: str, title: str, root: Path = ROOT) -> list[Path]:
     """The chapter's package, its first page and its nav entry; returns the files written."""
     if not CHAPTER.fullmatch(name):
@@ -153,7 +167,8 @@ def chapter(name: str, title: str, root: Path = ROOT) -> list[Path]:
     written = [_new(root / "widgets_py" / name / "__init__.py", f'"""{title}: the widgets of chapter {name[3:]}."""\n'),
                _new(root / "docs" / name / "index.md", PAGE.format(title=title))]
     entry = json.dumps(f"{int(name[3:])} · {title}", ensure_ascii=False)  # a YAML string, quoted as JSON is
-    config.write_text(text.rstrip() + f"\n  - {entry}:\n      - {json.dumps(title, ensure_ascii=False)}: {name}/index.md\n")
+    lines = [f"  - {entry}:", f"      - {json.dumps(title, ensure_ascii=False)}: {name}/index.md"]
+    config.write_text(with_chapter(text, lines))
     return [*written, config]
 
 

@@ -30,7 +30,7 @@ widgets_py.__path__.append(str(FIXTURE / "widgets_py"))
 
 
 def scaffold_into(project: Path) -> str:
-    """`./dev new chapter cap16` and `./dev new widget cap16 pesos` in `project` (its own
+    """`./dev new chapter` and `./dev new widget` (SCAFFOLDED) in `project` (its own
     widgets_py must be the one imported), and the directive they print pasted into the page
     with a live value, as a contributor does; returns what the commands printed."""
     from build_hooks import scaffold
@@ -48,7 +48,7 @@ def scaffold_into(project: Path) -> str:
 # scratch folder laid out like the fixture's (docs/, widgets_py/, its nav lines): they join
 # the registry and the session's book like cap99, so the whole suite covers what `./dev new`
 # writes, unchanged (test_scaffold.py).
-SCAFFOLDED = ("cap16", "pesos")
+SCAFFOLDED = ("cap98", "esquelet_pesos")  # beside the fixture's cap99: numbers no chapter of the book takes
 SCAFFOLD = Path(tempfile.mkdtemp(prefix="textbook-scaffold-"))
 (SCAFFOLD / "widgets_py").mkdir()
 (SCAFFOLD / "mkdocs.yml").write_text("nav:\n")

@@ -27,28 +27,29 @@ def test_the_site_holds_the_scaffolded_chapter_live(site):
 
 def test_the_scaffolded_widget_passes_the_suites_tests_for_it(tmp_path):
     """The commands as a contributor runs them (`./dev new` is `python -m build_hooks.scaffold`),
-    in a copy of the book (its conftest scaffolds cap16 as this session's did: these are other names),
+    in a copy of the book (its conftest scaffolds cap98 as this session's did: cap97 is another number no chapter takes),
     then the suite's tests for the widget."""
     project = tmp_path / "project"
     shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".venv", "site", "__pycache__", "node_modules",
                                                                   "*.egg-info"))
     env = {**os.environ, "PYTHONPATH": str(project)}
     said = ""
-    for args in (["chapter", "cap17", "Un altre capítol"], ["widget", "cap17", "memoria"]):
+    for args in (["chapter", "cap97", "Un altre capítol"], ["widget", "cap97", "esquelet_memoria"]):
         done = subprocess.run([sys.executable, "-m", "build_hooks.scaffold", *args], cwd=project, env=env,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         said += done.stdout
     written = [line.split(": ", 1)[1] for line in said.splitlines() if line.startswith("escrit: ")]
-    assert written == ["widgets_py/cap17/__init__.py", "docs/cap17/index.md", "mkdocs.yml",
-                       "widgets_py/cap17/memoria.py", "tests/test_memoria.py", "tests/golden/memoria.json"]
-    assert "<!-- md:widget memoria -->" in said and "./dev test -k memoria" in said
+    assert written == ["widgets_py/cap97/__init__.py", "docs/cap97/index.md", "mkdocs.yml",
+                       "widgets_py/cap97/esquelet_memoria.py", "tests/test_esquelet_memoria.py",
+                       "tests/golden/esquelet_memoria.json"]
+    assert "<!-- md:widget esquelet_memoria -->" in said and "./dev test -k esquelet_memoria" in said
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not browser and not build",
-                            "-k", "memoria", "tests/test_memoria.py", "tests/test_golden.py", "tests/test_properties.py"],
+                            "-k", "esquelet_memoria", "tests/test_esquelet_memoria.py", "tests/test_golden.py", "tests/test_properties.py"],
                            cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert tests.returncode == 0, tests.stdout[-3000:]
     assert int(tests.stdout.strip().splitlines()[-1].split(" passed")[0].split()[-1]) >= 4, tests.stdout[-500:]
-    assert not (ROOT / "tests" / "test_memoria.py").exists()
+    assert not (ROOT / "tests" / "test_esquelet_memoria.py").exists()
 
 
 @pytest.mark.parametrize("call, words", [
