@@ -40,6 +40,19 @@ def test_big_files_have_precompressed_siblings_that_are_them(site):
     assert set(offline.precache_list(site)) == set(files)
 
 
+def test_packed_data_gets_gzip_only_and_text_gets_both(tmp_path, monkeypatch):
+    import base64
+    import os
+
+    monkeypatch.setenv("TEXTBOOK_CACHE", str(tmp_path / "cache"))
+    packed = tmp_path / "descarrega.html"  # a single-file chapter: archives in base64
+    packed.write_bytes(b"<script>" + base64.b64encode(os.urandom(300_000)) + b"</script>")
+    text = tmp_path / "index.html"
+    text.write_bytes(b"<p>El KV-cache creix amb el context.</p>\n" * 5000)
+    assert set(compress.siblings(packed)) == {".gz"}
+    assert set(compress.siblings(text)) == {".gz", ".br"}
+
+
 def test_a_big_files_brotli_is_kept_and_a_damaged_entry_is_made_again(tmp_path, monkeypatch):
     monkeypatch.setenv("TEXTBOOK_CACHE", str(tmp_path / "cache"))
     data = bytes(range(256)) * (compress.CACHED_BYTES // 256 + 1)
