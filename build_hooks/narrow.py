@@ -45,10 +45,16 @@ def _in_widget(html: str, start: int) -> bool:
 
 
 def on_page_content(html: str, *, page, config, files, build) -> str:
+    seen: dict[str, int] = {}  # a region's name is unique on its page (two tables with the same headings)
+
     def table(m: re.Match) -> str:
         if _in_widget(html, m.start()):
             return m.group(0)
-        name = label(m.group(0)).replace('"', "&quot;")
+        name = label(m.group(0))
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name = f"{name} ({seen[name]})"
+        name = name.replace('"', "&quot;")
         return f'<div class="tw-scroll" tabindex="0" role="region" aria-label="{name}">{m.group(0)}</div>'
 
     def formula(m: re.Match) -> str:

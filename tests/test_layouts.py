@@ -40,3 +40,16 @@ def test_compact_text_wraps_and_stays_inside_the_box():
     x = float(re.search(r' x="(\S+)"', plot.parts[-1]).group(1))
     assert "<tspan" in plot.parts[-1] and 0 < x < COMPACT.width
     assert plot.below > 0 and 'viewBox="0 0 320 ' in plot.render("t", "d") and 'viewBox="0 0 320 100"' not in plot.render("t", "d")
+
+
+def test_two_tables_with_the_same_headings_get_distinct_region_names():
+    """Each prose table scrolls in a named region (build_hooks/narrow.py); two regions with one
+    name break axe's landmark-unique rule (the guide has two tables of the same columns)."""
+    import re
+
+    from build_hooks import narrow
+
+    table = "<table><thead><tr><th>Missatge</th><th>Què vol dir</th></tr></thead><tbody></tbody></table>"
+    html = narrow.on_page_content(f"<p>a</p>{table}<p>b</p>{table}{table}", page=None, config=None, files=None, build=None)
+    names = re.findall(r'role="region" aria-label="([^"]+)"', html)
+    assert names == ["Taula: Missatge, Què vol dir", "Taula: Missatge, Què vol dir (2)", "Taula: Missatge, Què vol dir (3)"]
