@@ -40,6 +40,23 @@ def test_big_files_have_precompressed_siblings_that_are_them(site):
     assert set(offline.precache_list(site)) == set(files)
 
 
+def test_the_cache_keeps_the_most_recently_used_within_its_limit(tmp_path):
+    import os
+
+    folder = tmp_path / "compressed"
+    folder.mkdir()
+    for i, name in enumerate(["old.br", "used.gz", "new.br"]):
+        (folder / name).write_bytes(b"x" * 100)
+        os.utime(folder / name, (1000 + i, 1000 + i))
+    os.utime(folder / "used.gz", (2000, 2000))  # a hit since: newest
+    (folder / "tmpbuild").write_bytes(b"x" * 100)  # another build's entry being written: not ours to prune
+    os.utime(folder / "tmpbuild", (1, 1))
+    compress.prune(folder, limit=250)
+    assert sorted(p.name for p in folder.iterdir()) == ["new.br", "tmpbuild", "used.gz"]
+    compress.prune(folder, limit=250)
+    assert len(list(folder.iterdir())) == 3  # within the limit: nothing more goes
+
+
 def test_packed_data_gets_gzip_only_and_text_gets_both(tmp_path, monkeypatch):
     import base64
     import os
