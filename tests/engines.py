@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -113,6 +114,11 @@ class EngineError(RuntimeError):
     pass
 
 
+class EngineCrashed(EngineError):
+    """The engine's page died under the test (WebKitGTK: its web process crashed, and the
+    WebDriver session went with it); `Engine.restart()` gives a new session."""
+
+
 class Engine:
     """One browser session of one engine: one page, driven by JavaScript run in it."""
 
@@ -124,6 +130,9 @@ class Engine:
         """The value of `code`, a JavaScript function (async or not), called with `args`."""
     def errors(self) -> list[str]: ...
     def close(self) -> None: ...
+    def restart(self) -> None:
+        """A new session of the same engine, after an EngineCrashed."""
+        raise EngineError(f"{self.name}: no restart")
     version = ""
 
     def call_source(self, code: str, args) -> str:
@@ -192,23 +201,54 @@ class WebKit(Engine):
     name = "webkit"
 
     def __init__(self, proxy: str):
+        self.xvfb = None
+        self.env = dict(os.environ)
+        if not self.env.get("DISPLAY"):
+            self.xvfb, self.env["DISPLAY"] = start_xvfb()
+        self.proxy = proxy
+        self.seen: list[str] = []
+        self.url = ""
+        self.dead = False
+        self.log = Path(tempfile.mkstemp(prefix="tw-webkit-", suffix=".log")[1])
+        self._start()
+
+    def _start(self):
         from selenium import webdriver
         from selenium.webdriver.webkitgtk.options import Options
         from selenium.webdriver.webkitgtk.service import Service
 
-        self.xvfb = None
-        env = dict(os.environ)
-        if not env.get("DISPLAY"):
-            self.xvfb, env["DISPLAY"] = start_xvfb()
         options = Options()
         options.binary_location = MINIBROWSER
-        for arg in (f"--proxy=http://{proxy}", "--ignore-host=127.0.0.1", "--automation"):
+        for arg in (f"--proxy=http://{self.proxy}", "--ignore-host=127.0.0.1", "--automation"):
             options.add_argument(arg)
-        self.driver = webdriver.WebKitGTK(options=options, service=Service(executable_path=shutil.which("WebKitWebDriver"), env=env))
+        service = Service(executable_path=shutil.which("WebKitWebDriver"), env=self.env, log_output=str(self.log))
+        self.driver = webdriver.WebKitGTK(options=options, service=service)
         self.driver.set_script_timeout(300)
         self.driver.set_page_load_timeout(120)
         self.version = "WebKitGTK " + self.driver.capabilities.get("browserVersion", "?")
-        self.seen: list[str] = []
+
+    def restart(self):
+        try:
+            self.driver.quit()
+        except Exception:  # noqa: BLE001 - the crashed session may be gone already
+            pass
+        self._start()
+        self.dead = False
+
+    def _do(self, command, *args):
+        """`command(*args)` of the driver; a dead page raises EngineCrashed, with the URL and
+        the tail of WebKitWebDriver's log (MiniBrowser's stderr)."""
+        from selenium.common.exceptions import InvalidSessionIdException, WebDriverException
+
+        try:
+            return command(*args)
+        except WebDriverException as e:
+            # a crash during a script: "Could not parse script result"; after it: no session
+            if isinstance(e, InvalidSessionIdException) or "Could not parse script result" in str(e):
+                tail = self.log.read_text(errors="replace")[-1500:] if self.log.exists() else ""
+                self.dead = True
+                raise EngineCrashed(f"webkit: the page died at {self.url}: {e.msg}\n{tail}") from e
+            raise
 
     def _harvest(self):
         try:
@@ -218,14 +258,15 @@ class WebKit(Engine):
 
     def goto(self, url):
         self._harvest()
-        self.driver.get(url)
+        self.url = url
+        self._do(self.driver.get, url)
 
     def reload(self):
         self._harvest()
-        self.driver.refresh()
+        self._do(self.driver.refresh)
 
     def js(self, code, *args):
-        reply = self.driver.execute_async_script(
+        reply = self._do(self.driver.execute_async_script,
             "const done = arguments[arguments.length - 1];"
             f"Promise.resolve().then(() => {self.call_source(code, args)})"
             ".then((ok) => done({ok: ok === undefined ? null : ok}), (e) => done({error: String(e && e.message || e)}));")
@@ -238,7 +279,11 @@ class WebKit(Engine):
         return list(self.seen)
 
     def close(self):
-        self.driver.quit()
+        try:
+            self.driver.quit()
+        except Exception:  # noqa: BLE001 - a crashed session
+            pass
+        self.log.unlink(missing_ok=True)
         if self.xvfb:
             self.xvfb.terminate()
             self.xvfb.wait(timeout=10)
