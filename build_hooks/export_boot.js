@@ -1,3 +1,4 @@
+// @ts-check
 // The single-file export's page side (build_hooks/export.py writes it into the file, before
 // kernel.js). It tells the kernel how to make its worker when the page has no folder to load
 // it from: `tw.embedded.worker()` starts one from a Blob URL (export_worker.js, then the
@@ -15,10 +16,11 @@
 // kind it can load (export_worker.js).
 (() => {
   "use strict";
-  const tw = (window.tw = window.tw || {});
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
   const EXPORT = __EXPORT__; // {sources: {name: text}, prelude, entry, payloadType, FILES, SCRIPTS}
 
-  const elements = () => [...document.querySelectorAll(`script[type="${EXPORT.payloadType}"]`)];
+  /** @returns {HTMLScriptElement[]} */
+  const elements = () => [...document.querySelectorAll(`script[type="${EXPORT.payloadType}"]`)].map((el) => /** @type {HTMLScriptElement} */ (el));
 
   const forWorker = () => elements().filter((el) => !el.dataset.urlInto);
   const isScript = (name) => name.endsWith(".js");
@@ -38,7 +40,7 @@
 
   async function unpack(base64) {
     const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64) : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-    return new Response(new Response(packed).body.pipeThrough(new DecompressionStream("gzip"))).blob();
+    return new Response(new Response(/** @type {Uint8Array<ArrayBuffer>} */ (packed)).body.pipeThrough(new DecompressionStream("gzip"))).blob();
   }
 
   /** A page-side script loaded on demand (the code panel's editor): data-url-into="ID:KEY"

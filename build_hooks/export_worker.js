@@ -1,3 +1,4 @@
+// @ts-check
 // The single-file export's worker prelude (build_hooks/export.py): it runs before the site's
 // own worker.js, which is unchanged, inside a worker made from a Blob URL (export_boot.js).
 // Everything the worker would load comes from memory instead:
@@ -74,7 +75,7 @@
   async function unpack({ name, base64 }) {
     const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64) : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
     // from the bytes, not through a Blob: WebKit cannot read a Blob in this worker either
-    const stream = new Response(packed).body.pipeThrough(new DecompressionStream("gzip"));
+    const stream = new Response(/** @type {Uint8Array<ArrayBuffer>} */ (packed)).body.pipeThrough(new DecompressionStream("gzip"));
     files.set(name, new Uint8Array(await new Response(stream).arrayBuffer()));
   }
 
@@ -82,6 +83,7 @@
   let handler = null;
   Object.defineProperty(self, "onmessage", { configurable: true, get: () => handler, set: (fn) => (handler = fn) });
   const arrival = () => {
+    /** @type {{resolve: (value?: any) => void, reject: (error: any) => void}} */
     let settle;
     const promise = new Promise((resolve, reject) => (settle = { resolve, reject }));
     return { promise, ...settle };
@@ -91,7 +93,7 @@
   scriptsIn.promise.catch(() => {}); // not waited for where this worker's own blob: URLs load
   const unpacked = Promise.all([filesIn.promise, ownBlobsLoad || scriptsIn.promise]);
   let queue = Promise.resolve();
-  self.addEventListener("message", (event) => {
+  self.addEventListener("message", (/** @type {MessageEvent} */ event) => {
     const data = event.data;
     if (data && data.type === FILES) {
       send({ type: self.tw.protocol.PROGRESS, message: "Desempaquetant Python del fitxer…", fraction: 0.02 });

@@ -19,11 +19,14 @@ page works the same as hand-written HTML did, and mistakes fail the build with t
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from html import escape
 
 from mkdocs.exceptions import PluginError
+
+from widgets_py.engine.params import parse_number
 
 from . import directives
 
@@ -58,11 +61,14 @@ class Question:
             raise QuizError("md:question: cal id=NOM (minúscules, xifres i guions): hi queda desat el progrés", line)
         attrs = {"data-q": pairs.pop("id"), "data-kind": kind}
         if kind == "number":
-            for key in ("answer", "tolerance"):
-                try:
-                    float(pairs.get(key, ""))
-                except ValueError:
-                    raise QuizError(f"md:question number: cal {key}=NOMBRE", line) from None
+            answer = parse_number(pairs.get("answer", ""), "float")  # quiz.js reads it with Number()
+            if answer is None or not math.isfinite(answer) or answer == 0:
+                raise QuizError(f"md:question number: answer={pairs.get('answer', '')!r}: cal un nombre finit i no nul, "
+                                "escrit com 68719476736, 0.25 o 6.9e10 (sense separadors, ni inf, ni _)", line)
+            tolerance = parse_number(pairs.get("tolerance", ""), "float")
+            if tolerance is None or not 0 <= tolerance < 1:
+                raise QuizError(f"md:question number: tolerance={pairs.get('tolerance', '')!r}: cal una fracció "
+                                "de 0 a 1 (0.02 accepta un 2 % d'error)", line)
             attrs.update({f"data-{k}": pairs.pop(k) for k in ("answer", "tolerance", "unit") if k in pairs})
         if pairs:
             raise QuizError(f"md:question {kind}: opció desconeguda '{next(iter(pairs))}'", line)

@@ -45,7 +45,7 @@ def control(p: Param, value, uid: str) -> str:
         field = f'<input type="checkbox" id="{cid}" name="{escape(p.name)}"{checked}{described} disabled>'
         return f'<div class="tw-control tw-check"><label for="{cid}">{field}{escape(p.label)}</label>{help_html}</div>'
     positions = p.positions()
-    index = min(range(len(positions)), key=lambda i: abs(positions[i] - value))
+    index = p.nearest_index(value)
     if is_grid(p):  # a long run of integers (a seed): three numbers, not a list of thousands
         grid = f'data-grid="{_attr([positions[0], positions[1] - positions[0], len(positions)])}"'
     else:

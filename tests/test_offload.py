@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from typeguard import check_type
 
 from wasm_host import WasmtimeHost, kernel  # noqa: F401  (skips the module without wasmtime)
 from widgets_py.cap15 import quantize
-from widgets_py.engine import browser, registry
+from widgets_py.engine import browser, protocol, registry
 from widgets_py.engine.widget import finish
 from widgets_py.models import corpus, gpt, offload, pretrained, sgemm, train
 
@@ -44,6 +45,7 @@ class Helper:
         if self.answer == "error":
             self.replies[id] = None
             return
+        check_type(ops, list[protocol.Op])  # the ops as the schema says helper.js gets them
         reads = []
         for op in ops:
             if op[0] == "reserve":

@@ -51,7 +51,14 @@ def test_expands_to_the_markup_quiz_js_reads():
 @pytest.mark.parametrize("broken, line, words", [
     (QUIZ.replace("id=fases", ""), 4, "cal id="),
     (QUIZ.replace("md:question open", "md:question oberta"), 4, "tipus 'oberta'"),
-    (QUIZ.replace("answer=1024", "answer=molts"), 8, "answer=NOMBRE"),
+    (QUIZ.replace("answer=1024", "answer=molts"), 8, "answer='molts': cal un nombre finit i no nul"),
+    (QUIZ.replace("answer=1024", "answer=inf"), 8, "answer='inf'"),  # float() took these
+    (QUIZ.replace("answer=1024", "answer=1_024"), 8, "answer='1_024'"),
+    (QUIZ.replace("answer=1024", "answer=1e999"), 8, "answer='1e999'"),
+    (QUIZ.replace("answer=1024", "answer=0"), 8, "no nul"),  # quiz.js divides by it
+    (QUIZ.replace("tolerance=0.02", "tolerance=2"), 8, "tolerance='2': cal una fracció de 0 a 1"),
+    (QUIZ.replace("tolerance=0.02", "tolerance=nan"), 8, "tolerance='nan'"),
+    (QUIZ.replace(" tolerance=0.02", ""), 8, "tolerance=''"),
     (QUIZ.replace("<!-- md:option correct -->", "<!-- md:option -->"), 10, "una sola amb 'correct'"),
     (QUIZ.replace("<!-- md:end-quiz -->\n", ""), 3, "sense md:end-quiz"),
     (QUIZ.replace("<!-- md:quiz -->\n", "", 1), 3, "fora d'un qüestionari"),

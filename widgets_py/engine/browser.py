@@ -1,4 +1,6 @@
-"""Entry point for the Pyodide worker: one JSON call per request (see assets/tw/protocol.js)."""
+"""Entry point for the Pyodide worker: one JSON call per request. What worker.js calls here
+(protocol.ENTRIES) and what each returns (protocol.py's TypedDicts) is the schema of
+engine/protocol.py, which tests/test_protocol.py holds this module to."""
 
 from __future__ import annotations
 

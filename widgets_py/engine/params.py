@@ -98,6 +98,12 @@ class Param:
             return True
         return any(abs(value - p) <= 1e-9 * max(1.0, abs(p)) for p in self.positions())
 
+    def nearest_index(self, value: float) -> int:
+        """The slider position nearest `value`, the first on a tie (numbers.js nearestIndex:
+        the page's copy, for a value from the URL)."""
+        positions = self.positions()
+        return min(range(len(positions)), key=lambda i: abs(positions[i] - value))
+
     def display(self, value: Any) -> str:
         """Catalan text of a control's value, as shown next to the control."""
         from . import fmt

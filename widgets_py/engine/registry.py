@@ -18,11 +18,14 @@ import sys
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import svg
 from .params import ParamError, validate
 from .widget import Partial, Result, Widget, finish, mapped
+
+if TYPE_CHECKING:  # the browser does not import the schema: tests hold the replies to it (test_protocol.py)
+    from .protocol import WidgetReply
 
 __all__ = ["Partial", "Result", "Widget", "compute", "formatted", "get", "is_measured", "names", "replies", "run",
            "validate_params"]
@@ -169,7 +172,7 @@ def draw(name: str, params: dict, state: Any, layouts: tuple[svg.Layout, ...] = 
     return _drawn(get(name), params, state, layouts=layouts)
 
 
-def _as_reply(name: str, result: Result) -> dict[str, Any]:
+def _as_reply(name: str, result: Result) -> WidgetReply:
     return {"values": result.values, "text": formatted(name, result.values), "figure": result.figure,
             "layout": result.figures[0][0], "alt": result.alt, "tables": result.tables}
 
@@ -182,7 +185,7 @@ def run(name: str, raw: dict[str, Any] | None = None, layouts: tuple[svg.Layout,
     return _drawn(widget, params, _state(widget, params), layouts=layouts)
 
 
-def reply(name: str, raw: dict[str, Any] | None = None, layout: str = svg.WIDE.name) -> dict[str, Any]:
+def reply(name: str, raw: dict[str, Any] | None = None, layout: str = svg.WIDE.name) -> WidgetReply:
     """One run as the browser gets it: values, their Catalan text, the figure drawn for
     `layout` (and its name) and tables."""
     return _as_reply(name, run(name, raw, (svg.layout(layout),)))

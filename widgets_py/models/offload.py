@@ -63,26 +63,27 @@ def waited():
 
 class Recorder:
     """A host for sgemm.Kernel that records instead of running: ops as helper.js replays
-    them (addresses and sizes in floats), and the arrays its reads will fill, in order."""
+    them (engine.protocol.Op: addresses and sizes in floats), and the arrays its reads will
+    fill, in order."""
 
     def __init__(self):
-        self.ops: list[list] = []
+        self.ops: list[tuple] = []  # engine.protocol.Op
         self.outs: list[np.ndarray] = []
 
     def reserve(self, floats: int) -> None:
-        self.ops.append(["reserve", int(floats)])
+        self.ops.append(("reserve", int(floats)))
 
     def write(self, at: int, x: np.ndarray) -> None:
-        self.ops.append(["write", int(at), np.ascontiguousarray(x, np.float32).ravel()])  # sent (copied) by Job, at once
+        self.ops.append(("write", int(at), np.ascontiguousarray(x, np.float32).ravel()))  # sent (copied) by Job, at once
 
     def read(self, at: int, out: np.ndarray) -> None:
-        self.ops.append(["read", int(at), out.size])
+        self.ops.append(("read", int(at), out.size))
         self.outs.append(out)
 
     def __getattr__(self, name: str):
         if name not in sgemm.EXPORTS:
             raise AttributeError(name)
-        return lambda *args: self.ops.append(["call", name, list(args)])
+        return lambda *args: self.ops.append(("call", name, list(args)))
 
 
 class Job:
@@ -117,7 +118,7 @@ def _js(x):
     return to_js(x)
 
 
-def _outgoing(ops: list[list]):
+def _outgoing(ops: list[tuple]):
     """The ops for the client: in Pyodide each write a Float32Array of its own (worker.js
     transfers its buffer)."""
     if sys.platform == "emscripten":

@@ -1,3 +1,4 @@
+// @ts-check
 // The code panel of each widget ("Codi"): the Python module that draws the figure, as the
 // worker has it installed from the site's wheel (asked through the kernel, never a copy),
 // shown with line numbers in the site's code colours; "Edita" makes it editable, "Executa"
@@ -16,9 +17,9 @@
 // «Restaura» gives the page a fresh worker (host.js restarts one the edit has run in).
 (() => {
   "use strict";
-  const tw = (window.tw = window.tw || {});
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
   const { SOURCE, EDITED } = tw.protocol.CALLS;
-  const ROOT = new URL("../../", document.currentScript.src || location.href); // inlined (export.py): no src
+  const ROOT = new URL("../../", /** @type {HTMLScriptElement} */ (document.currentScript).src || location.href); // inlined (export.py): no src
   const STOP_AFTER_MS = 400; // a run slower than this offers "Atura"
   const TEXT = {
     open: "Codi",

@@ -1,3 +1,4 @@
+// @ts-check
 // A widget's figure, drawn for the width it is shown at. The page holds one drawing per layout
 // (widgets_py/engine/svg.py: "wide", and "compact" for a phone's column), each in a slot
 // `.tw-figure > [data-layout]`, and tw.css shows the one the figure's box fits (a container
@@ -7,7 +8,7 @@
 // a fresh one, and print shows the fresh one whatever the paper's width (tw.css @media print).
 (() => {
   "use strict";
-  const tw = (window.tw = window.tw || {});
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
   if (tw.figures) return;
 
   const slots = (w) => [...w.querySelectorAll(".tw-figure > [data-layout]")];

@@ -1,3 +1,4 @@
+// @ts-check
 // The kernel's helper: a second worker that runs only the mini-GPT's WebAssembly kernel
 // (sgemm.wasm, no Python), so that a compute with several independent passes (the quantize
 // widget's held-out losses, one per format) uses the reader's second core as well.
@@ -19,11 +20,14 @@
 "use strict";
 
 const PAGE = 65536; // bytes in a WebAssembly memory page
+/** @type {MessagePort | null} */
 let port = null;
+const reply = (/** @type {TWFromHelper} */ msg, /** @type {Transferable[]} */ transfer = []) => port.postMessage(msg, transfer);
 let kernel = null; // the instance's exports, once the module is in (jobs come only after {ready: true})
 const queue = []; // jobs not started yet, in order
 
-function replay(ops) {
+/** The reads of a recorded pass (protocol.py: TWOp), replayed on this worker's kernel. */
+function replay(/** @type {TWOp[]} */ ops) {
   const { memory } = kernel;
   const reads = [];
   for (const op of ops) {
@@ -51,26 +55,26 @@ turns.port1.onmessage = () => {
   if (!job) return;
   try {
     const reads = replay(job.ops);
-    port.postMessage({ id: job.id, reads }, reads.map((r) => r.buffer));
+    reply({ id: job.id, reads }, reads.map((r) => r.buffer));
   } catch (error) {
-    port.postMessage({ id: job.id, error: String(error && error.message ? error.message : error) });
+    reply({ id: job.id, error: String(error && error.message ? error.message : error) });
   }
   if (queue.length) turns.port2.postMessage(null);
 };
 
-function receive({ data }) {
-  if (data.module || data.wasm) {
+function receive(/** @type {MessageEvent<TWToHelper>} */ { data }) {
+  if ("module" in data || "wasm" in data) {
     try {
-      kernel = new WebAssembly.Instance(data.module || new WebAssembly.Module(data.wasm)).exports;
-      port.postMessage({ ready: true });
+      kernel = new WebAssembly.Instance("module" in data ? data.module : new WebAssembly.Module(data.wasm)).exports;
+      reply({ ready: true });
     } catch (error) {
-      port.postMessage({ ready: false, error: String(error) });
+      reply({ ready: false, error: String(error) });
     }
-  } else if (data.cancel) {
+  } else if ("cancel" in data) {
     const dropped = new Set(data.cancel);
     for (let i = queue.length - 1; i >= 0; i--) {
       if (dropped.has(queue[i].id)) {
-        port.postMessage({ id: queue[i].id, error: "cancelled" });
+        reply({ id: queue[i].id, error: "cancelled" });
         queue.splice(i, 1);
       }
     }
@@ -84,5 +88,5 @@ self.onmessage = ({ ports }) => {
   if (port || !ports.length) return; // one port, the first one given
   port = ports[0];
   port.onmessage = receive;
-  port.onmessageerror = () => port.postMessage({ bytes: true }); // the module, where it cannot be shared
+  port.onmessageerror = () => reply({ bytes: true }); // the module, where it cannot be shared
 };

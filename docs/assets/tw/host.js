@@ -1,3 +1,4 @@
+// @ts-check
 // The widget controller: each widget of the page reads its controls, calls Python through
 // the kernel (kernel.js), and swaps figure, values and live numbers into the DOM, with
 // progress and errors shown. No figure logic lives here: every number and SVG comes from
@@ -31,6 +32,7 @@
   const SLOW_MS = 80;
 
   const part = (w, sel) => w.querySelector(sel);
+  /** @type {{kernel: TWKernel, widgets: HTMLElement[], lane: Map<HTMLElement, any>, trainers: any[], unsubscribe: () => void, rerun?: boolean} | null} */
   let page = null; // {kernel, widgets, lane: Map(widget -> {busy, next}), trainers}
 
   function setState(w, state, message, enabled = state === "ready") {
@@ -54,7 +56,7 @@
       if (known) row.querySelector("dd").textContent = data.text[row.dataset.value];
     });
     const prefix = w.dataset.instance + ".";
-    document.querySelectorAll(".tw-live").forEach((span) => {
+    document.querySelectorAll(".tw-live").forEach((/** @type {HTMLElement} */ span) => {
       if (!span.dataset.live.startsWith(prefix)) return;
       const key = span.dataset.live.slice(prefix.length);
       span.classList.toggle("tw-pending", !(key in data.text));
@@ -147,7 +149,7 @@
   /** Numbers in prose at fixed parameters, recomputed when the weights changed. */
   function refreshFixed() {
     const here = page;
-    document.querySelectorAll(".tw-fixed").forEach(async (span) => {
+    document.querySelectorAll(".tw-fixed").forEach(async (/** @type {HTMLElement} */ span) => {
       const [widget, key] = span.dataset.fixed.split(".");
       const data = await here.kernel.call(FIXED, { widget, params: JSON.parse(span.dataset.params) });
       if (page === here) span.textContent = data.text[key];
@@ -190,7 +192,7 @@
   }
 
   function start() {
-    const widgets = [...document.querySelectorAll(".tw-widget")];
+    const widgets = [...document.querySelectorAll(".tw-widget")].map((w) => /** @type {HTMLElement} */ (w));
     const configEl = document.getElementById("tw-config");
     if (widgets.length && widgets.every((w) => w.dataset.hosted)) return; // this page is set up already
     if (page) leave(page);

@@ -1,3 +1,4 @@
+// @ts-check
 // The kernel: the one owner of the Pyodide worker, shared by every page of a visit.
 // It knows the worker's URL, sends the init message (from the site config the build wrote,
 // see build_hooks/bundle.py), turns each call into a promise, and reports the boot as
@@ -9,10 +10,10 @@
 // Python is ready or the reader opens search (deferSearch).
 (() => {
   "use strict";
-  const tw = (window.tw = window.tw || {});
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
   if (tw.kernel) return;
   const P = tw.protocol;
-  const HERE = document.currentScript.src || location.href; // assets/tw/kernel.js (inlined: no src)
+  const HERE = /** @type {HTMLScriptElement} */ (document.currentScript).src || location.href; // assets/tw/kernel.js (inlined: no src)
   const ROOT = new URL("../../", HERE);
   const BOOT_TIMEOUT_MS = 120000;
   // Once booted, the worker answers a ping between any two of its tasks (a staged run and a
@@ -71,7 +72,7 @@
       // the lock changes with every build: its query names this build's, past any HTTP cache
       const lock = new URL(config.lock, runtime);
       lock.searchParams.set("v", this.versions[config.runtime + config.lock] || config.sha256.slice(0, 16));
-      this.worker.postMessage({ type: P.INIT, indexURL: runtime.href, lockFileURL: lock.href,
+      this.toWorker({ type: P.INIT, indexURL: runtime.href, lockFileURL: lock.href,
                                 package: config.package, entry: config.entry });
     }
 
@@ -82,7 +83,7 @@
         const helper = tw.embedded ? tw.embedded.helper() : new Worker(this.at(P.HELPER));
         const channel = new MessageChannel();
         helper.postMessage(null, [channel.port2]);
-        this.worker.postMessage({ type: P.PORT }, [channel.port1]);
+        this.toWorker({ type: P.PORT }, [channel.port1]);
         return helper;
       } catch {
         return null;
@@ -113,7 +114,7 @@
       this.beating = setInterval(() => {
         if (sent === null) {
           sent = performance.now();
-          this.worker.postMessage({ type: P.PING });
+          this.toWorker({ type: P.PING });
         } else if (!this.hung && performance.now() - sent > HANG_MS) {
           this.hung = true;
           this.emit({ type: "hung" });
@@ -134,19 +135,30 @@
       this.listeners.forEach((listener) => listener(event));
     }
 
-    /** One call to Python: a promise of its reply; `onStep` sees a long call's progress. */
+    /** A message to the worker (protocol.py: TWToWorker). */
+    toWorker(/** @type {TWToWorker} */ msg, /** @type {Transferable[]} */ transfer = []) {
+      this.worker.postMessage(msg, transfer);
+    }
+
+    /** One call to Python: a promise of its reply; `onStep` sees a long call's progress.
+     *  @template {keyof TWCalls} K
+     *  @param {K} type
+     *  @param {TWCalls[K]["payload"]} payload
+     *  @param {((data: TWCalls[K]["partial"]) => void) | null} [onStep]
+     *  @returns {Promise<TWCalls[K]["data"]> & {cancel?: () => void}} */
     call(type, payload, onStep = null) {
       const id = ++this.nextId;
+      /** @type {Promise<any> & {cancel?: () => void}} */
       const promise = new Promise((resolve, reject) => {
         if (this.failure) return reject(this.failure);
         this.pending.set(id, { resolve, reject, onStep });
-        this.worker.postMessage({ type, id, payload });
+        this.toWorker({ type, id, payload });
       });
-      promise.cancel = () => this.pending.has(id) && this.worker.postMessage({ type: P.CANCEL, id });
+      promise.cancel = () => this.pending.has(id) && this.toWorker({ type: P.CANCEL, id });
       return promise;
     }
 
-    receive(msg) {
+    receive(/** @type {TWFromWorker} */ msg) {
       if (msg.type === P.PROGRESS) {
         this.progress = { message: msg.message, fraction: msg.fraction };
         this.emit({ type: "progress", ...this.progress });
@@ -170,7 +182,7 @@
         const call = this.pending.get(msg.id);
         if (!call) return;
         this.pending.delete(msg.id);
-        if (msg.ok) call.resolve(msg.data);
+        if (msg.ok === true) call.resolve(msg.data);
         else call.reject(new Error(msg.error));
       }
     }
@@ -254,10 +266,10 @@
   function deferSearch(ready) {
     const Prior = window.Worker;
     const opened = new Promise((resolve) =>
-      document.addEventListener("focusin", (e) => e.target.closest && e.target.closest(".md-search") && resolve(), true));
+      document.addEventListener("focusin", (e) => e.target instanceof Element && e.target.closest(".md-search") && resolve(), true));
     const until = Promise.race([ready.catch(() => {}), opened]);
     window.Worker = new Proxy(Prior, {
-      construct(target, args, newTarget) {
+      construct(target, /** @type {[string | URL, WorkerOptions?]} */ args, newTarget) {
         if (/\/workers\/search\.[^/]*\.js/.test(String(args[0]))) return new DeferredWorker(() => new Prior(...args), until);
         return Reflect.construct(target, args, newTarget === window.Worker ? target : newTarget);
       },

@@ -1,3 +1,4 @@
+// @ts-check
 // Restrictions the Pyodide worker applies to itself, loaded by worker.js with importScripts
 // once the runtime and numpy are in, before the widgets' code is installed. From then on
 // Python (the shipped widgets and a reader's edit in the «Codi» panel alike) reaches the

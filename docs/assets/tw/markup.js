@@ -1,3 +1,4 @@
+// @ts-check
 // The one way a widget's output enters the page. Figures and tables come from Python in the
 // worker: the shipped modules, or a reader's edit in the «Codi» panel, which can return any
 // text. Each is parsed and cleaned by DOMPurify (assets/tw/purify.min.js, the pinned npm
@@ -8,7 +9,7 @@
 // Without DOMPurify nothing is inserted: the widget keeps the figure it has.
 (() => {
   "use strict";
-  const tw = (window.tw = window.tw || {});
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
   let allowed = null; // [config text, DOMPurify options] of the page's config
 
   function options() {

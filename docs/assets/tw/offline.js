@@ -1,3 +1,4 @@
+// @ts-check
 // The page's side of the service worker that build_hooks/offline.py writes (only in built
 // sites, never under mkdocs serve). Loaded first in <head>, so the worker takes this page,
 // and Pyodide's worker, before Python's big files are fetched: each file is downloaded once
@@ -10,7 +11,7 @@
 //   HTML). <html data-tw-offline> says "ready" once the whole site is stored.
 (() => {
   "use strict";
-  const tw = (window.tw = window.tw || {});
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
   if (tw.offline || !("serviceWorker" in navigator) || !location.protocol.startsWith("http")) return;
   const sw = navigator.serviceWorker;
   const TEXT = {
@@ -23,13 +24,14 @@
     saved: "Desat: el lloc es pot llegir sense connexió.",
     saveFailed: "No s'ha pogut desar el lloc sencer; torna-ho a provar amb connexió.",
   };
-  const registration = sw.register(new URL("../../sw.js", document.currentScript.src)).catch(() => null);
+  const registration = sw.register(new URL("../../sw.js", /** @type {HTMLScriptElement} */ (document.currentScript).src)).catch(() => null);
   let controller = sw.controller;
   let accepted = false; // this page asked the new build to take over
   let stale = false; // a newer build controls this page: whole-page navigations only
 
   function banner(message, onReload) {
     if (!document.body) return document.addEventListener("DOMContentLoaded", () => banner(message, onReload), { once: true });
+    /** @type {HTMLElement | null} */
     let box = document.querySelector(".tw-update");
     if (!box) {
       box = document.createElement("div");
@@ -37,14 +39,16 @@
       box.setAttribute("role", "status");
       box.style.cssText = "position:fixed;z-index:10;inset:auto 1rem 1rem auto;max-width:24rem;padding:.6rem .8rem;" +
         "background:var(--md-default-bg-color,#fff);color:var(--md-default-fg-color,#000);border:1px solid;border-radius:.3rem";
-      box.append(document.createElement("span"), document.createElement("button"));
-      box.lastChild.type = "button";
-      box.lastChild.style.cssText = "margin-left:.6rem;text-decoration:underline;font:inherit";
+      const button = document.createElement("button");
+      button.type = "button";
+      button.style.cssText = "margin-left:.6rem;text-decoration:underline;font:inherit";
+      box.append(document.createElement("span"), button);
       document.body.append(box);
     }
     box.firstChild.textContent = message + " ";
-    box.lastChild.textContent = TEXT.reload;
-    box.lastChild.onclick = onReload;
+    const button = /** @type {HTMLButtonElement} */ (box.lastChild);
+    button.textContent = TEXT.reload;
+    button.onclick = onReload;
   }
 
   function offer(reg) {
@@ -66,7 +70,7 @@
   });
   // Before Material's instant navigation sees them (this script runs first): whole pages.
   window.addEventListener("click", (event) => {
-    const link = stale && event.target.closest && event.target.closest("a[href]");
+    const link = stale && event.target instanceof Element && /** @type {HTMLAnchorElement | null} */ (event.target.closest("a[href]"));
     if (!link || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
     const url = new URL(link.href, location.href);
     if (url.origin !== location.origin || link.target || (url.pathname === location.pathname && url.hash)) return;

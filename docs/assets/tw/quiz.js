@@ -1,3 +1,4 @@
+// @ts-check
 // Quizzes and reading checklists: answers checked in the page, progress kept in
 // localStorage so it survives a reload. Markup (written in the chapters' Markdown):
 //   .tw-quiz[data-quiz] > .tw-q[data-q][data-kind=open|number|choice]
@@ -5,6 +6,7 @@
 //   ul.tw-checklist[data-list] > li[data-item]
 (() => {
   "use strict";
+  const tw = window.tw; // numbers.js: readAnswer, percent
 
   // Stored state is a plain object of booleans ({"kv": true}); anything else (a number, a
   // string, an array, a half-written JSON) is discarded on read, so a bad value never breaks
@@ -57,14 +59,9 @@
       anchor.before(p);
     }
   };
-  const parseNumber = (text) => {
-    // Catalan or plain: "68.719.476.736", "68719476736", "6,87e10", "68 719 476 736"
-    let t = text.trim().replace(/[\s\u00a0\u202f]/g, "");
-    if (/^[-+]?\d{1,3}(\.\d{3})+(,\d+)?$/.test(t)) t = t.replace(/\./g, "");
-    t = t.replace(",", ".");
-    return /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(t) ? Number(t) : NaN;
-  };
-  const pct = (x) => `${String(Math.round(x * 1000) / 10).replace(".", ",")} %`;
+  const parseNumber = tw.readAnswer; // numbers.js: Catalan or plain ("68.719.476.736", "6,87e10")
+  /** A margin or an error as a percentage: one decimal where it has one (2 %, 2,5 %), fmt.percent's digits. */
+  const pct = (/** @type {number} */ x) => tw.percent(x, Math.round(x * 1000) % 10 === 0 ? 0 : 1);
 
   function setupQuiz(quiz) {
     const key = `tw-quiz:${quiz.dataset.quiz}`;
@@ -109,7 +106,7 @@
           `<input id="${id}" type="text" inputmode="decimal" autocomplete="off">` +
           `<button type="submit">Comprova</button><span class="tw-feedback" role="status" aria-live="polite"></span>` +
           `<small>Marge acceptat: ${pct(tolerance)}</small>`;
-        const feedback = form.querySelector(".tw-feedback");
+        const feedback = /** @type {HTMLElement} */ (form.querySelector(".tw-feedback"));
         form.addEventListener("submit", (e) => {
           e.preventDefault();
           const value = parseNumber(form.querySelector("input").value);
@@ -175,11 +172,11 @@
   }
 
   const start = () => {
-    document.querySelectorAll(".tw-quiz:not([data-ready])").forEach((q) => {
+    document.querySelectorAll(".tw-quiz:not([data-ready])").forEach((/** @type {HTMLElement} */ q) => {
       q.dataset.ready = "true";
       setupQuiz(q);
     });
-    document.querySelectorAll(".tw-checklist:not([data-ready])").forEach((l) => {
+    document.querySelectorAll(".tw-checklist:not([data-ready])").forEach((/** @type {HTMLElement} */ l) => {
       l.dataset.ready = "true";
       setupChecklist(l);
     });

@@ -1,3 +1,4 @@
+// @ts-check
 // Training as a capability: any widget whose HTML has a .tw-train block (a widget declared
 // trainable in Python) gets a start and a cancel button driving one training call in the
 // kernel; several on one page each run their own call. The curve is redrawn at each step;
@@ -6,7 +7,7 @@
 // page never shows a run it did not start and two runs never share the worker.
 (() => {
   "use strict";
-  const tw = (window.tw = window.tw || {});
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
   if (tw.trainer) return;
   const TEXT = {
     done: (status) => `Entrenat al navegador: ${status}. Els widgets ja fan servir els pesos nous.`,

@@ -1,9 +1,10 @@
+// @ts-check
 // A widget's controls as parameters: read them (the one reader: the host and the tests use
 // it), put a shared link's values into them (?INSTANCE=k:v,k:v, validated against the
 // page's own controls before any of them is used), and copy a link to the current state.
 (() => {
   "use strict";
-  const tw = (window.tw = window.tw || {});
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
   if (tw.readParams) return;
   const TEXT = {
     copy: "Copia l'enllaç",
@@ -18,8 +19,8 @@
 
   const controlsOf = (w) => [...w.querySelectorAll(".tw-controls [name]")];
 
-  /** fmt.number(n) for an integer: Catalan grouping by dots (1.234), a true minus sign. */
-  const grouped = (n) => (n < 0 ? "\u2212" : "") + String(Math.abs(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ".");
+  /** fmt.number(n) for an integer (numbers.js): Catalan grouping by dots (1.234), a true minus sign. */
+  const grouped = (/** @type {number} */ n) => tw.formatNumber(n, 0);
 
   /** A slider's positions: listed (data-positions, data-labels), or for a long run of
    *  integers (widget_html.is_grid) the grid [min, step, count] they are computed from. */
@@ -38,11 +39,7 @@
     },
     nearest(el, number) {
       const g = slider.grid(el);
-      if (g) return Math.min(g[2] - 1, Math.max(0, Math.round((number - g[0]) / g[1])));
-      const positions = JSON.parse(el.dataset.positions);
-      let best = 0;
-      positions.forEach((p, i) => Math.abs(p - number) < Math.abs(positions[best] - number) && (best = i));
-      return best;
+      return tw.nearestIndex(g ? { grid: g } : JSON.parse(el.dataset.positions), number); // numbers.js
     },
   };
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Web Worker: boots Pyodide, then loads the site's widgets_py wheel with Pyodide's own
 // loadPackage (which fetches numpy, its dependency, and checks both against the sha256 of
 // the site's pyodide-lock.json), and answers calls. The protocol is protocol.js.
@@ -8,9 +9,9 @@ const script = (name) => (VERSIONS.has(name) ? `${name}.js?v=${VERSIONS.get(name
 importScripts(script("protocol"));
 
 const P = self.tw.protocol;
+/** @type {(message: TWFromWorker) => void} */
 const send = self.postMessage.bind(self); // lockdown.js takes self.postMessage from Python: this is ours
-const post = (type, extra = {}) => send({ type, ...extra });
-const progress = (message, fraction) => post(P.PROGRESS, { message, fraction });
+const progress = (message, fraction) => send({ type: P.PROGRESS, message, fraction });
 const cancelled = new Set(); // ids of long calls asked to stop
 let entry = null; // the package's browser entry module (render, fixed, Trainer)
 
@@ -29,7 +30,7 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   entry.prepare(indexURL); // numpy: "ready" means a change is answered without waiting for it; an
   // import the trimmed runtime left out is fetched from indexURL when first needed (on_miss.py)
   progress("A punt.", 1);
-  post(P.LOADED);
+  send({ type: P.LOADED });
   warmUp(); // not awaited: calls are answered from now on
 }
 
@@ -86,7 +87,7 @@ async function warmUp() {
       if (run) run.destroy();
     }
   }
-  post(P.WARM, { failed, helped: Boolean(helper && helper.ready) });
+  send({ type: P.WARM, failed, helped: Boolean(helper && helper.ready) });
 }
 
 /** The kernel's helper (helper.js), through the port the page gave (kernel.js): Python's
@@ -95,7 +96,8 @@ async function warmUp() {
 let helperPort = null;
 let helper = null; // its client, once connected
 const JOB_MS = 2000; // a job not back by then: the helper is gone, Python computes it itself
-function helperClient(port) {
+function helperClient(/** @type {MessagePort} */ port) {
+  const toHelper = (/** @type {TWToHelper} */ msg, /** @type {Transferable[]} */ transfer = []) => port.postMessage(msg, transfer);
   const pending = new Map(); // job id -> {reply: a promise of its reply, resolve}
   const replies = new Map(); // job id -> its reads (Float32Array[]), or null (failed)
   const dropped = new Set(); // ids cancelled: their replies are not kept
@@ -104,13 +106,13 @@ function helperClient(port) {
     ready: false,
     load(module, bytes) {
       wasm = bytes;
-      port.postMessage({ module });
+      toHelper({ module });
     },
     submit(ops, id) {
       let resolve;
       const reply = new Promise((r) => (resolve = r));
       pending.set(id, { reply, resolve });
-      port.postMessage({ id, ops }, ops.filter((op) => op[0] === "write").map((op) => op[2].buffer));
+      toHelper({ id, ops }, ops.filter((op) => op[0] === "write").map((op) => op[2].buffer));
     },
     take(id) {
       const reads = replies.get(id);
@@ -123,7 +125,7 @@ function helperClient(port) {
         replies.delete(id);
         if (pending.has(id)) dropped.add(id);
       }
-      port.postMessage({ cancel: ids });
+      toHelper({ cancel: ids });
     },
     /** Until job `id` is back, or JOB_MS have passed: then no more jobs go to the helper,
      *  and those it still has are not waited for. */
@@ -134,13 +136,14 @@ function helperClient(port) {
       if (!back) client.ready = false;
     },
   };
-  port.onmessage = ({ data }) => {
+  port.onmessage = (/** @type {MessageEvent<TWFromHelper>} */ { data }) => {
     if ("ready" in data) client.ready = data.ready;
-    if (data.bytes) port.postMessage({ wasm }); // it compiles them itself
+    if ("bytes" in data) toHelper({ wasm }); // it compiles them itself
+    if (!("id" in data)) return;
     const job = pending.get(data.id);
     if (!job) return;
     pending.delete(data.id);
-    if (!dropped.delete(data.id)) replies.set(data.id, data.error ? null : data.reads);
+    if (!dropped.delete(data.id)) replies.set(data.id, "reads" in data ? data.reads : null);
     job.resolve(true);
   };
   return client;
@@ -175,12 +178,13 @@ const STEPS_PER_TURN = 5; // training steps between two turns
 const PARTIAL_MS = 80; // a staged run shows its first partial, then at most one per this many ms
 const SHOW_MS = 200; // at most one training update shown per this many ms
 
+/** @type {{[call: string]: (payload: any, id: number) => any}} each typed as protocol.py's TWCalls */
 const CALLS = {
   // a stage at a time: partials go out as steps (at most one per PARTIAL_MS: each re-renders
   // the widget on the page, whose main thread competes with this worker and the kernel's
   // helper for the machine's cores); between stages other calls run, and a run the page has
   // cancelled (a newer change of the same widget) stops
-  [P.CALLS.RUN]: async ({ widget, params, layout = P.LAYOUT }, id) => {
+  [P.CALLS.RUN]: async (/** @type {TWRunPayload} */ { widget, params, layout = P.LAYOUT }, /** @type {number} */ id) => {
     const run = entry.Run(widget, JSON.stringify(params), layout);
     let shown = -Infinity;
     try {
@@ -188,7 +192,7 @@ const CALLS = {
         const data = JSON.parse(run.advance());
         if (!data.partial) return data;
         if (performance.now() - shown >= PARTIAL_MS) {
-          post(P.STEP, { id, data });
+          send({ type: P.STEP, id, data });
           shown = performance.now();
         }
         await betweenStages(run);
@@ -199,15 +203,15 @@ const CALLS = {
       run.destroy();
     }
   },
-  [P.CALLS.FIXED]: ({ widget, params }) => JSON.parse(entry.fixed(widget, JSON.stringify(params))),
-  [P.CALLS.SOURCE]: ({ widget }) => JSON.parse(entry.source(widget)),
-  [P.CALLS.EDITED]: ({ widget, key, code, params, layout = P.LAYOUT }) =>
+  [P.CALLS.FIXED]: (/** @type {TWFixedPayload} */ { widget, params }) => JSON.parse(entry.fixed(widget, JSON.stringify(params))),
+  [P.CALLS.SOURCE]: (/** @type {TWSourcePayload} */ { widget }) => JSON.parse(entry.source(widget)),
+  [P.CALLS.EDITED]: (/** @type {TWEditedPayload} */ { widget, key, code, params, layout = P.LAYOUT }) =>
     JSON.parse(entry.render_edited(widget, key, code, JSON.stringify(params), layout)),
   // a few steps per turn, so that cancels and widget runs wait little; the curve is drawn
   // and shown at most every SHOW_MS: each update re-renders the figure on the page, whose
   // main thread then competes with this worker for the machine's cores (benchmarks/training.py
   // times the whole run)
-  [P.CALLS.TRAIN]: async ({ widget, params, layout = P.LAYOUT }, id) => {
+  [P.CALLS.TRAIN]: async (/** @type {TWRunPayload} */ { widget, params, layout = P.LAYOUT }, /** @type {number} */ id) => {
     const trainer = entry.Trainer(widget, JSON.stringify(params), layout);
     let shown = -Infinity;
     try {
@@ -216,7 +220,7 @@ const CALLS = {
         const data = JSON.parse(trainer.advance(STEPS_PER_TURN, draw));
         if (data.done) return data;
         if (draw) {
-          post(P.STEP, { id, data });
+          send({ type: P.STEP, id, data });
           shown = performance.now();
         }
         await turn(); // let cancels and widget runs in
@@ -231,27 +235,27 @@ const CALLS = {
 
 let booted = null;
 
-self.onmessage = async ({ data: msg, ports }) => {
+self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ { data: msg, ports }) => {
   if (msg.type === P.PING) {
-    post(P.PONG);
+    send({ type: P.PONG });
   } else if (msg.type === P.PORT) {
     helperPort = ports[0] || null;
   } else if (msg.type === P.INIT) {
     booted = boot(msg).then(
       () => true,
       (error) => {
-        post(P.ERROR, { message: lastLine(error) });
+        send({ type: P.ERROR, message: lastLine(error) });
         return false;
       },
     );
   } else if (msg.type === P.CANCEL) {
     cancelled.add(msg.id);
-  } else if (msg.type in CALLS) {
+  } else if (msg.type in CALLS && "payload" in msg) {
     if (!(await booted)) return; // the failure was already reported as an error event
     try {
-      post(P.REPLY, { id: msg.id, ok: true, data: await CALLS[msg.type](msg.payload, msg.id) });
+      send({ type: P.REPLY, id: msg.id, ok: true, data: await CALLS[msg.type](msg.payload, msg.id) });
     } catch (error) {
-      post(P.REPLY, { id: msg.id, ok: false, error: lastLine(error) });
+      send({ type: P.REPLY, id: msg.id, ok: false, error: lastLine(error) });
     }
   }
 };

@@ -1,0 +1,15 @@
+// Globals of the workers' scripts (worker.js, helper.js, lockdown.js, the single file's
+// export_worker.js, the service worker sw.js).
+/// <reference path="tw.d.ts" />
+/// <reference path="protocol.d.ts" />
+
+interface WorkerGlobalScope {
+  tw: TW;
+  twLockDown?: (origin: string) => void; // lockdown.js
+  twExport?: any; // export_boot.js's setup of export_worker.js
+  loadPyodide?: (options: object) => Promise<any>; // pyodide.js
+}
+
+declare const __VERSION__: string; // build_hooks/offline.py fills sw.js's template
+declare const __FILES__: Record<string, string>;
+declare const __NOT_FOUND__: string;

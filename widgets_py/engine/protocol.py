@@ -1,0 +1,384 @@
+"""The browser's protocol, written once: the messages between the page (kernel.js) and the
+Pyodide worker (worker.js), the calls' payloads and replies, the worker's entries into this
+package (browser.py), and the kernel helper's messages and ops (helper.js, models/offload.py).
+
+After Pyodide's docs/usage/webworker.md (one id per call, resolved by the reply with that
+id) and stlite's kernel (typed message unions, namespaced events, one reply type per
+request). The page and the worker load the constants from docs/assets/tw/protocol.js; tsc
+reads the types from types/protocol.d.ts (tests/test_types.py). Both files are generated
+from this module (`python -m widgets_py.engine.protocol --write`) and tests/test_protocol.py
+checks that they are, that every widget's reply and step is what the types say, and that
+worker.js calls only the entries listed here.
+
+    page -> worker  Init, Port (+ the helper's MessagePort), Call, Cancel, Ping (each second
+                    once booted: is the worker answering?)
+    worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
+                    modules and the first changes' preparations are in; `failed`: what did
+                    not load; `helped`: passes go to the kernel's helper), Step (a long
+                    call's progress), Reply (the call's end), Pong
+
+Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
+`versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of the
+scripts it imports. Python never posts to the page: worker.js alone does (lockdown.js).
+
+A figure is drawn for one layout (engine/svg.py: "wide", "compact" for a phone's column). The
+page holds a drawing of each and shows the one its box fits (tw.css); RUN, EDITED and TRAIN
+take the `layout` shown (figures.js), LAYOUT if absent, and the figure of their steps and
+reply is drawn for it (echoed as `layout`).
+"""
+
+
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, Union
+
+from . import svg
+
+ROOT = Path(__file__).resolve().parents[2]
+JS = ROOT / "docs" / "assets" / "tw" / "protocol.js"
+DTS = ROOT / "types" / "protocol.d.ts"
+
+SCRIPTS = {"WORKER": "worker.js", "HELPER": "helper.js"}  # beside protocol.js and kernel.js
+TYPES = {
+    "PORT": "port", "INIT": "init", "CANCEL": "cancel", "PING": "ping", "PONG": "pong",
+    "PROGRESS": "event:progress", "LOADED": "event:loaded", "ERROR": "event:error", "WARM": "event:warm",
+    "STEP": "step", "REPLY": "reply",
+}
+CALLS = {"RUN": "run", "FIXED": "fixed", "TRAIN": "train", "SOURCE": "source", "EDITED": "edited"}
+LAYOUT = svg.WIDE.name  # a call's layout when it names none
+
+# What worker.js calls in browser.py (the package's browser entry), and on the objects two of
+# them return (Pyodide's proxies add destroy()).
+ENTRIES = ("prepare", "modules", "warm", "warm_steps", "warm_step", "warm_runs", "connect",
+           "Run", "fixed", "source", "render_edited", "Trainer")
+METHODS = {"Run": ("advance", "waiting"), "Trainer": ("advance",)}
+
+Floats = Annotated[Any, "Float32Array"]  # numpy's float32 array in Python, a Float32Array in JavaScript
+
+
+# ---- the calls: payload (page -> worker) and what the reply's `data` is ------------------
+
+class RunPayload(TypedDict):
+    widget: str
+    params: dict[str, Any]
+    layout: NotRequired[str]
+
+
+class FixedPayload(TypedDict):
+    widget: str
+    params: dict[str, Any]
+
+
+class SourcePayload(TypedDict):
+    widget: str
+
+
+class EditedPayload(TypedDict):
+    widget: str
+    key: str  # the edit's storage key (codepanel.js): its module is kept under it
+    code: str
+    params: dict[str, Any]
+    layout: NotRequired[str]
+
+
+class WidgetReply(TypedDict):
+    """A run as the page shows it: values, their Catalan text, the figure drawn for `layout`."""
+    values: dict[str, Any]
+    text: dict[str, str]
+    figure: str
+    layout: str
+    alt: str
+    tables: str
+
+
+class RunStep(WidgetReply):
+    """A staged run's partial (values may lack outputs still to come: shown as pending)."""
+    partial: Literal[True]
+    done: float  # fraction of the work done
+    message: str  # Catalan: what it computes now
+
+
+class Cancelled(TypedDict):
+    cancelled: Literal[True]
+
+
+class FixedReply(TypedDict):
+    values: dict[str, Any]
+    text: dict[str, str]
+
+
+class SourceReply(TypedDict):
+    module: str
+    file: str
+    source: str
+
+
+class EditFailure(TypedDict):
+    kind: str  # the exception's class
+    message: str
+    line: int | None  # in the edited text
+
+
+class EditError(TypedDict):
+    error: EditFailure
+
+
+class TrainProgress(TypedDict):
+    """A training run after some steps; the curve (`figure`, for `layout`) when it is shown."""
+    step: int
+    steps: int
+    loss: float
+    done: bool
+    status: str
+    elapsed_s: float
+    ms_per_step: float
+    matmul: str
+    figure: NotRequired[str]
+    layout: NotRequired[str]
+
+
+# call -> (payload, step, reply data)
+SIGNATURES: dict[str, tuple[type, Any, Any]] = {
+    "RUN": (RunPayload, RunStep, Union[WidgetReply, Cancelled]),
+    "FIXED": (FixedPayload, None, FixedReply),
+    "TRAIN": (RunPayload, TrainProgress, Union[TrainProgress, Cancelled]),
+    "SOURCE": (SourcePayload, None, SourceReply),
+    "EDITED": (EditedPayload, None, Union[WidgetReply, EditError]),
+}
+
+
+# ---- page <-> worker ------------------------------------------------------------------
+
+class Init(TypedDict):
+    type: Literal["init"]
+    indexURL: str  # the site's Pyodide folder
+    lockFileURL: str
+    package: str  # the widgets' wheel, as the lock names it
+    entry: str  # its browser entry module (browser.py)
+
+
+class Port(TypedDict):
+    type: Literal["port"]
+
+
+class Call(TypedDict):
+    type: Literal["run", "fixed", "train", "source", "edited"]
+    id: int
+    payload: Union[RunPayload, FixedPayload, SourcePayload, EditedPayload]
+
+
+class Cancel(TypedDict):
+    type: Literal["cancel"]
+    id: int
+
+
+class Ping(TypedDict):
+    type: Literal["ping"]
+
+
+class Progress(TypedDict):
+    type: Literal["event:progress"]
+    message: str
+    fraction: float
+
+
+class Loaded(TypedDict):
+    type: Literal["event:loaded"]
+
+
+class Error(TypedDict):
+    type: Literal["event:error"]
+    message: str
+
+
+class Warm(TypedDict):
+    type: Literal["event:warm"]
+    failed: list[str]
+    helped: bool
+
+
+class Step(TypedDict):
+    type: Literal["step"]
+    id: int
+    data: Union[RunStep, TrainProgress]
+
+
+class Replied(TypedDict):
+    type: Literal["reply"]
+    id: int
+    ok: Literal[True]
+    data: Any  # the call's reply (SIGNATURES)
+
+
+class Failed(TypedDict):
+    type: Literal["reply"]
+    id: int
+    ok: Literal[False]
+    error: str  # the exception's last line
+
+
+class Pong(TypedDict):
+    type: Literal["pong"]
+
+
+TO_WORKER = Union[Init, Port, Call, Cancel, Ping]
+FROM_WORKER = Union[Progress, Loaded, Error, Warm, Step, Replied, Failed, Pong]
+
+
+# ---- worker <-> the kernel's helper (helper.js) ------------------------------------------
+# A recorded kernel pass (models/offload.py) is a list of ops, in floats of the helper's memory.
+Reserve = tuple[Literal["reserve"], int]  # grow memory to this many floats
+Write = tuple[Literal["write"], int, Floats]  # at, values
+Invoke = tuple[Literal["call"], str, list[float]]  # an export of sgemm.wasm, its arguments
+Read = tuple[Literal["read"], int, int]  # at, floats: one of the job's reads, in order
+Op = Union[Reserve, Write, Invoke, Read]
+OPS = ("reserve", "write", "call", "read")
+
+
+class HelperModule(TypedDict):
+    module: Any  # the worker's compiled WebAssembly.Module (V8 shares its tiered-up code)
+
+
+class HelperBytes(TypedDict):
+    wasm: Any  # the kernel's bytes, for a helper that could not receive the module
+
+
+class HelperJob(TypedDict):
+    id: int
+    ops: list[Op]
+
+
+class HelperCancel(TypedDict):
+    cancel: list[int]  # jobs no longer wanted: dropped if not started
+
+
+class HelperReady(TypedDict):
+    ready: bool
+    error: NotRequired[str]
+
+
+class HelperWantsBytes(TypedDict):
+    bytes: Literal[True]
+
+
+class HelperReads(TypedDict):
+    id: int
+    reads: list[Floats]
+
+
+class HelperFailed(TypedDict):
+    id: int
+    error: str
+
+
+TO_HELPER = Union[HelperModule, HelperBytes, HelperJob, HelperCancel]
+FROM_HELPER = Union[HelperReady, HelperWantsBytes, HelperReads, HelperFailed]
+
+UNIONS = {"TWToWorker": TO_WORKER, "TWFromWorker": FROM_WORKER, "TWOp": Op,
+          "TWToHelper": TO_HELPER, "TWFromHelper": FROM_HELPER}
+
+
+# ---- the generated files ----------------------------------------------------------------
+
+def _comment(prefix: str = "// ") -> str:
+    return "\n".join((prefix + line).rstrip() for line in __doc__.strip().splitlines())
+
+
+def _constants() -> dict[str, Any]:
+    return {**SCRIPTS, **TYPES, "LAYOUT": LAYOUT, "CALLS": CALLS}
+
+
+def javascript() -> str:
+    """protocol.js: the constants, frozen, on `tw.protocol` of the page and of the worker."""
+    def value(v, indent):
+        if isinstance(v, dict):
+            inner = "".join(f"{indent}  {k}: {value(x, indent + '  ')},\n" for k, x in v.items())
+            return f"Object.freeze({{\n{inner}{indent}}})"
+        return f'"{v}"'
+
+    return (f"// @ts-check\n// Generated by widgets_py/engine/protocol.py (--write): edit that, not this.\n//\n"
+            f"{_comment()}\n(function (scope) {{\n  \"use strict\";\n"
+            f"  const tw = (scope.tw ||= /** @type {{TW}} */ ({{}}));\n"
+            f"  tw.protocol = {value(_constants(), '  ')};\n}})(self);\n")
+
+
+def _ts(t) -> str:
+    """The TypeScript of a Python annotation of this module."""
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if t is Any:
+        return "any"
+    if t in (str, int, float, bool):
+        return {str: "string", int: "number", float: "number", bool: "boolean"}[t]
+    if t is type(None):
+        return "null"
+    if typing.is_typeddict(t):
+        return "TW" + t.__name__
+    if origin is Annotated:
+        return args[1]
+    if origin is Literal:
+        return " | ".join(f'"{a}"' if isinstance(a, str) else str(a).lower() for a in args)
+    if origin in (Union, types.UnionType):
+        return " | ".join(_ts(a) for a in args)
+    if origin is list:
+        inner = _ts(args[0])
+        return f"({inner})[]" if "|" in inner else f"{inner}[]"
+    if origin is dict:
+        return f"Record<string, {_ts(args[1])}>"
+    if origin is tuple:
+        return "[" + ", ".join(_ts(a) for a in args) + "]"
+    raise TypeError(f"protocol: no TypeScript for {t!r}")
+
+
+def _interface(td) -> str:
+    hints = typing.get_type_hints(td, include_extras=True)
+    fields = "".join(f"  {name}{'' if name in td.__required_keys__ else '?'}: "
+                     f"{_ts(_unwrapped(hints[name]))};\n" for name in hints)
+    return f"interface TW{td.__name__} {{\n{fields}}}\n"
+
+
+def _unwrapped(t):
+    return typing.get_args(t)[0] if typing.get_origin(t) is NotRequired else t
+
+
+def _typeddicts() -> list:
+    return [v for v in vars(sys.modules[__name__]).values() if typing.is_typeddict(v) and v.__module__ == __name__]
+
+
+def typescript() -> str:
+    """protocol.d.ts: the constants as literal types (tw.protocol), every message, the calls'
+    payloads, steps and replies (TWCalls, for kernel.js's call()), and the helper's ops."""
+    def literal(v, indent):
+        if isinstance(v, dict):
+            inner = "".join(f"{indent}  readonly {k}: {literal(x, indent + '  ')};\n" for k, x in v.items())
+            return f"{{\n{inner}{indent}}}"
+        return f'"{v}"'
+
+    calls = "".join(f'  {CALLS[name]}: {{ payload: {_ts(payload)}; partial: {"never" if step is None else _ts(step)}; '
+                    f"data: {_ts(reply)} }};\n" for name, (payload, step, reply) in SIGNATURES.items())
+    return ("// Generated by widgets_py/engine/protocol.py (--write): edit that, not this.\n\n"
+            f"interface TWProtocol {literal(_constants(), '')}\n\n"
+            + "\n".join(_interface(td) for td in _typeddicts()) + "\n"
+            + "".join(f"type {name} = {_ts(t)};\n" for name, t in UNIONS.items())
+            + f"\n/** call -> its payload, its steps' data (partial), its reply's data */\ninterface TWCalls {{\n{calls}}}\n")
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"write {JS.relative_to(ROOT)} and {DTS.relative_to(ROOT)}")
+    args = parser.parse_args(argv)
+    stale = [path for path, text in ((JS, javascript()), (DTS, typescript())) if not path.exists() or path.read_text() != text]
+    if args.write:
+        JS.write_text(javascript())
+        DTS.write_text(typescript())
+        return 0
+    for path in stale:
+        print(f"{path.relative_to(ROOT)} differs from widgets_py/engine/protocol.py: run with --write", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
