@@ -42,6 +42,7 @@ from widgets_py.engine import registry
 
 from widgets_py.models import corpus, pretrained, train  # noqa: E402
 from widgets_py.engine.browser import Trainer  # noqa: E402
+from widgets_py.engine.session import Session  # noqa: E402
 
 
 GOAL_FRACTION = 0.5  # of the measured matmul peak
@@ -50,7 +51,7 @@ GOAL_500_STEPS_S = 15.0
 PEAK = """
 import time, numpy as np  # `shapes` is given (peak_code)
 from widgets_py.models import sgemm
-kernel = sgemm.browser_kernel()
+kernel, _ = sgemm.browser_kernel()
 rng = np.random.default_rng(0)
 def best(f, reps=5, inner=4):
     out = []
@@ -198,4 +199,5 @@ def browser_training(browser, url: str, steps: int) -> tuple[float, float, str]:
 
 
 if __name__ == "__main__":
-    main()
+    with Session().active():  # the CPython reference run's state (engine.session)
+        main()

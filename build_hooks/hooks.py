@@ -3,13 +3,15 @@
 MkDocs loads a hook file once per process and treats it as a plugin. Like Material's
 plugins, the state lives on one object (`TEXTBOOK`): `on_startup` records whether this is
 `mkdocs serve`, and every `on_config` starts a fresh `context.Build` that each concern's
-handlers receive as `build=`. On every `on_config` the concern modules and `widgets_py`
+handlers receive as `build=`, and a fresh widgets_py session (engine.session: the widgets'
+memo and models, shared by every page of the build), active until the build ends. On every `on_config` the concern modules and `widgets_py`
 are also imported afresh, so a `mkdocs serve` rebuild prerenders with the edited widgets
 and bundles the edited package.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -36,6 +38,7 @@ class Textbook:
         self.is_serve = False  # `load_config` + `build` without on_startup (tests) is a build
         self.build = None  # context.Build, new on every on_config
         self.concerns: list = []
+        self.running = contextlib.ExitStack()  # the build's widgets_py session, active from on_config to its end
 
     def on_startup(self, *, command, dirty):
         self.is_serve = command == "serve"
@@ -52,6 +55,8 @@ class Textbook:
             if name.split(".")[0] in ("widgets_py", "build_hooks") and (name != "build_hooks" or not _within(sys.modules[name], root)):
                 del sys.modules[name]
         importlib.invalidate_caches()
+        self.running.close()  # a build that ended in an error left its session active
+        self.running.enter_context(importlib.import_module("widgets_py.engine.session").Session().active())
         self.concerns = [importlib.import_module(name) for name in CONCERNS]
         self.build = importlib.import_module("build_hooks.context").Build(is_serve=self.is_serve)
         for handler in self._each("on_config"):
@@ -89,6 +94,10 @@ class Textbook:
     def on_post_build(self, *, config):
         for handler in self._each("on_post_build"):
             handler(config=config, build=self.build)
+        self.running.close()
+
+    def on_build_error(self, *, error):
+        self.running.close()
 
 
 TEXTBOOK = Textbook()
@@ -100,3 +109,4 @@ on_page_content = TEXTBOOK.on_page_content
 on_post_page = TEXTBOOK.on_post_page
 on_post_template = TEXTBOOK.on_post_template
 on_post_build = TEXTBOOK.on_post_build
+on_build_error = TEXTBOOK.on_build_error

@@ -133,7 +133,7 @@ def widget(chapter: str, name: str, root: Path = ROOT) -> list[Path]:
     title = name.replace("_", " ").capitalize()
     written = [_new(root / "widgets_py" / chapter / f"{name}.py", WIDGET.format(name=name, title=title)),
                _new(root / "tests" / f"test_{name}.py", TEST.format(name=name))]
-    registry._all.cache_clear()  # the new module joins the registry
+    registry.refresh()  # the new module joins the registry
     values = registry.run(name, {}).values
     written.append(_new(root / "tests" / "golden" / f"{name}.json", json.dumps(values, indent=1, sort_keys=True) + "\n"))
     return written

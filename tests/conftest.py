@@ -29,6 +29,18 @@ from build_hooks import generator  # noqa: E402
 widgets_py.__path__.append(str(FIXTURE / "widgets_py"))
 
 
+@pytest.fixture(autouse=True, scope="module")
+def run_session():
+    """Each test module runs in a widgets_py session of its own (engine.session: memo, models,
+    backend, helper): what one module computes or retrains does not reach another. A test
+    that needs other state (the browser's kernel on wasmtime, a retrained model, a connected
+    helper) makes its own Session, active within it."""
+    from widgets_py.engine.session import Session
+
+    with Session().active() as fresh:
+        yield fresh
+
+
 def scaffold_into(project: Path) -> str:
     """`./dev new chapter` and `./dev new widget` (SCAFFOLDED) in `project` (its own
     widgets_py must be the one imported), and the directive they print pasted into the page

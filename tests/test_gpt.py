@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
+from widgets_py.engine.session import Session
 from widgets_py.models import gpt
+from widgets_py.models.backend import Backend
 
 RTOL = 1e-5  # relative error allowed between analytic and numeric gradients (float64)
 
@@ -40,21 +42,22 @@ MATMULS = ["blas", "einsum", "wasm"]  # einsum and the wasm kernel (in wasmtime)
 
 @pytest.fixture(params=MATMULS)
 def matmul(request, monkeypatch):
-    """Every way gpt.py multiplies matrices must give the reference's numbers."""
-    monkeypatch.setattr(gpt, "EINSUM", request.param != "blas")
+    """Every way gpt.py multiplies matrices must give the reference's numbers: a session on
+    each backend (models.backend)."""
     if request.param == "wasm":
         from wasm_host import kernel
-        monkeypatch.setattr(gpt, "KERNEL", kernel())
-        monkeypatch.setattr(gpt, "KERNEL_MACS", 0)  # the small products too (attention's per head)
+        k = kernel()
         calls = []
         for name in ("_product", "_blocks"):  # the products, and inference's every block in one call
-            method = getattr(gpt.KERNEL, name)
-            monkeypatch.setattr(gpt.KERNEL, name, lambda *a, _m=method, **kw: calls.append(a[2:]) or _m(*a, **kw))
-        yield request.param
+            method = getattr(k, name)
+            monkeypatch.setattr(k, name, lambda *a, _m=method, **kw: calls.append(a[2:]) or _m(*a, **kw))
+        # kernel_macs 0: the small products too (attention's per head)
+        with Session(backend=Backend(kernel=k, einsum=True, kernel_macs=0)).active():
+            yield request.param
         assert calls, "the kernel was never called"
     else:
-        monkeypatch.setattr(gpt, "KERNEL", None)
-        yield request.param
+        with Session(backend=Backend(einsum=request.param != "blas")).active():
+            yield request.param
 
 
 def check(forward, backward, inputs, rng):
@@ -116,13 +119,9 @@ def test_float32_gradients_are_float64s_within_rounding(rng, matmul):
     p = {k: v + np.float32(0.1) * rng.standard_normal(v.shape, np.float32) for k, v in gpt.init(cfg, 1).items()}
     idx, targets = rng.integers(0, 11, (5, 6)), rng.integers(0, 11, (5, 6))  # 30 rows: past FEW_ROWS
     grads = gpt.backward(p, cfg, gpt.forward(p, cfg, idx, targets)[2])
-    einsum, kernel = gpt.EINSUM, gpt.KERNEL
-    gpt.EINSUM, gpt.KERNEL = False, None
-    try:
+    with Session(backend=Backend()).active():  # float64, BLAS
         p64 = {k: v.astype(np.float64) for k, v in p.items()}
         ref = gpt.backward(p64, cfg, gpt.forward(p64, cfg, idx, targets)[2])
-    finally:
-        gpt.EINSUM, gpt.KERNEL = einsum, kernel
     for name in p:
         assert grads[name].dtype == np.float32
         assert rel_err(grads[name], ref[name]) < 1e-5, name
@@ -139,15 +138,11 @@ def test_the_kernels_training_forward_keeps_numpys_caches(rng):
     p = {k: v + np.float32(0.3) * rng.standard_normal(v.shape, np.float32) for k, v in gpt.init(cfg, 2).items()}
     idx, targets = rng.integers(0, 11, (3, 7)), rng.integers(0, 11, (3, 7))
     ref = gpt.forward({k: v.astype(np.float64) for k, v in p.items()}, cfg, idx, targets)
-    einsum, held = gpt.EINSUM, gpt.KERNEL
-    gpt.EINSUM, gpt.KERNEL = True, kernel()
-    try:
+    with Session(backend=Backend(kernel=kernel(), einsum=True)).active():
         got = gpt.forward(p, cfg, idx, targets)
         idx_, targets_, _, xf, _, resident = got[2]  # the head's gradients: test_sgemm's head test
         assert isinstance(resident, gpt.Resident) and len(resident) == cfg.layers
         got = (*got[:2], (idx_, targets_, xf, resident.final, list(resident)))  # copied out while the kernel holds them
-    finally:
-        gpt.EINSUM, gpt.KERNEL = einsum, held
 
     def same(a, b, where="cache"):
         if isinstance(a, tuple):

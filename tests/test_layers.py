@@ -90,3 +90,25 @@ def test_widget_modules_keep_no_cache_of_their_own():
                 assert not (isinstance(node.value, ast.Dict) and not node.value.keys) and \
                     not (isinstance(node.value, (ast.List, ast.Set)) and not node.value.elts), \
                     f"{path.name}: module-level {target} starts empty, a cache or a registry"
+
+
+def test_no_module_keeps_run_time_state():
+    """Run-time state lives on the session (engine.session), created per worker, build and
+    test: nowhere in widgets_py a `global` statement, a module-level container that starts
+    empty (a cache or registry filled as the page runs) or a module-level counter. What stays
+    at module level is constants set at import and caches of pure functions of the shipped
+    files (functools.cache: the corpus, the shipped weights, the registry's scan)."""
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        where = path.relative_to(PACKAGE)
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.Global)], f"{where}: a global statement"
+        for node in tree.body:
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                continue
+            target = ast.unparse(node.targets[0] if isinstance(node, ast.Assign) else node.target)
+            value = node.value
+            empty = (isinstance(value, ast.Dict) and not value.keys) or (isinstance(value, (ast.List, ast.Set)) and not value.elts) \
+                or (isinstance(value, ast.Call) and ast.unparse(value.func) in ("dict", "list", "set", "itertools.count", "count"))
+            assert not empty, f"{where}: module-level {target} starts empty, run-time state (engine.session holds it)"
+            assert not (isinstance(value, ast.Constant) and value.value is None), \
+                f"{where}: module-level {target} = None, set later at run time (engine.session holds it)"

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from typeguard import check_type
 
-from wasm_host import WasmtimeHost, kernel  # noqa: F401  (skips the module without wasmtime)
+from wasm_host import WasmtimeHost, kernel, on_kernel  # noqa: F401  (skips the module without wasmtime)
 from widgets_py.cap15 import quantize
-from widgets_py.engine import browser, protocol, registry
+from widgets_py.engine import browser, protocol, registry, session
 from widgets_py.engine.widget import finish
 from widgets_py.models import corpus, gpt, offload, pretrained, sgemm, train
 
@@ -67,15 +67,13 @@ class Helper:
 
 
 @pytest.fixture
-def kernelled(monkeypatch):
-    """The models run on the wasmtime kernel, as in the browser; nothing measured yet."""
+def kernelled():
+    """The models run on the wasmtime kernel, as in the browser, in a session of their own:
+    no helper, nothing measured yet."""
     k = kernel()
     k.host.module = "the worker's compiled module"
-    monkeypatch.setattr(gpt, "KERNEL", k)
-    monkeypatch.setattr(offload, "_client", None)
-    pretrained.forget()
-    yield k
-    pretrained.forget()
+    with on_kernel(k):
+        yield k
 
 
 def connected(answer: str = "reads") -> Helper:
@@ -95,7 +93,7 @@ def test_a_recorded_pass_replayed_on_another_kernel_gives_its_bits(kernelled):
     recorder = offload.Recorder()
     there = gpt.loss_parts(sgemm.Kernel(recorder), p, cfg, x, y)
     offload.connect(Helper())
-    job = offload.Job(recorder, lambda: gpt.nll(*there), lambda: pytest.fail("computed here"))
+    job = offload.Job(session.current().helper, recorder, lambda: gpt.nll(*there), lambda: pytest.fail("computed here"))
     assert job.result() == gpt.loss(p, cfg, x, y)
     for a, b in zip(here, there):
         assert a.tobytes() == b.tobytes()

@@ -15,7 +15,7 @@ import pytest
 from typeguard import TypeCheckError, check_type
 
 from widgets_py.engine import browser, edits, protocol, registry
-from widgets_py.models import pretrained
+from widgets_py.engine.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
 TW = ROOT / "docs" / "assets" / "tw"
@@ -83,8 +83,12 @@ def test_an_edit_s_error_is_the_schema_s():
     check_type(json.loads(edits.render(name, "k", "def broken(:\n", "{}")), protocol.EditError)
 
 
-def test_a_training_run_s_progress_is_the_schema_s(monkeypatch):
-    monkeypatch.setattr(pretrained, "_override", {})  # the run's end replaces the model: not for later tests
+def test_a_training_run_s_progress_is_the_schema_s():
+    with Session().active():  # the run's end replaces the model: in this session only
+        training_run_progress()
+
+
+def training_run_progress():
     name = next(n for n in registry.names() if registry.get(n).trainable)
     widget = registry.get(name)
     steps = next(p for p in widget.params if p.name == widget.trainable.steps).min
@@ -93,6 +97,5 @@ def test_a_training_run_s_progress_is_the_schema_s(monkeypatch):
     check_type(first, protocol.TrainProgress)
     assert "figure" not in first
     last = json.loads(trainer.advance(steps, draw=False))
-    pretrained.forget()
     check_type(last, protocol.TrainProgress)
     assert last["done"] and "figure" in last

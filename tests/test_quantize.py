@@ -15,6 +15,7 @@ import pytest
 
 from widgets_py import run
 
+from widgets_py.engine.session import Session
 from widgets_py.models import gpt, pretrained
 from widgets_py.models.numformats import BITS, NF4, bf16, decode, e4m3, encode, encode_many, nearest, quantize
 from widgets_py.cap15 import quantize as widget
@@ -218,16 +219,12 @@ def test_llm_int8_finds_exactly_the_injected_channels():
         assert np.flatnonzero(widget.outlier_rows(base[k])).tolist() == list(widget.OUTLIER_CHANNELS)
 
 
-def test_results_follow_the_weights_generation(monkeypatch):
+def test_results_follow_the_weights_generation():
     """Results are kept with the weights (pretrained.derived): new weights, new numbers."""
     before = run("quantize").values
     cfg, p, history = pretrained.load("mini")
     shifted = {k: (v * 0.5 if k == "wte" else v) for k, v in p.items()}
-    monkeypatch.setitem(pretrained._override, "mini", (shifted, history))
-    pretrained.forget()
-    try:
+    with Session().active():  # a session of its own: the shifted weights go with it
+        pretrained.override("mini", shifted, history)
         after = run("quantize").values
-    finally:
-        monkeypatch.undo()
-        pretrained.forget()
     assert after["loss_original"] != before["loss_original"]

@@ -11,9 +11,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from wasm_host import kernel, wasmtime  # noqa: F401  (skips the module without wasmtime)
+from wasm_host import kernel, on_kernel, wasmtime  # noqa: F401  (skips the module without wasmtime)
 
-from widgets_py.models import sgemm
+from widgets_py.engine.session import Session
+from widgets_py.models import backend, sgemm
+from widgets_py.models.backend import Backend
 
 
 def test_the_committed_binary_is_the_source_assembled():
@@ -103,7 +105,7 @@ def test_layout_leaves_slack_after_each_region():
 def test_natively_there_is_no_browser_kernel_and_nothing_was_tried():
     """CPython multiplies with BLAS: the browser's kernel is not even attempted (its loading,
     BrowserHost, is covered in Chromium: the training test requires the wasm-simd path)."""
-    assert sgemm.browser_kernel() is None and sgemm.FAILURE is None
+    assert sgemm.browser_kernel() == (None, None)
 
 
 def test_a_browser_without_webassembly_simd_keeps_einsum(monkeypatch):
@@ -127,9 +129,9 @@ def test_a_browser_without_webassembly_simd_keeps_einsum(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyodide", types.ModuleType("pyodide"))
     monkeypatch.setitem(sys.modules, "pyodide.ffi", ffi)
     monkeypatch.setattr(sgemm.sys, "platform", "emscripten")
-    monkeypatch.setattr(sgemm, "FAILURE", None)
-    assert sgemm.browser_kernel() is None
-    assert sgemm.FAILURE == "CompileError: invalid opcode 0xfd (SIMD)"
+    assert sgemm.browser_kernel() == (None, "CompileError: invalid opcode 0xfd (SIMD)")
+    fallback = backend.for_runtime()  # sgemm.sys is sys: the backend module sees emscripten too
+    assert fallback.path == "einsum" and fallback.failure == "CompileError: invalid opcode 0xfd (SIMD)"
 
 
 # ---- the softmax (attention's, inside the forward) and a loss's exponentials ---------------
@@ -248,12 +250,8 @@ def test_the_backward_gives_numpys_gradients_in_float64(batch, t, heads, hs, lay
     idx, targets = rng.integers(0, cfg.vocab, (batch, t)), rng.integers(0, cfg.vocab, (batch, t))
     p64 = {k: v.astype(np.float64) for k, v in p.items()}
     ref = gpt.backward(p64, cfg, gpt.forward(p64, cfg, idx, targets)[2])
-    held = gpt.KERNEL, gpt.EINSUM
-    gpt.KERNEL, gpt.EINSUM = kernel(), True
-    try:
+    with on_kernel():
         got = gpt.backward(p, cfg, gpt.forward(p, cfg, idx, targets)[2])
-    finally:
-        gpt.KERNEL, gpt.EINSUM = held
     assert got.keys() == ref.keys()
     scale = max(np.abs(g).max() for g in ref.values())  # a tiny gradient is a difference of larger terms
     for name in ref:
@@ -342,9 +340,8 @@ def test_adamw_in_the_kernel_is_numpys_to_the_bit(n, steps, seed):
     runs = []
     for use in (None, kernel()):
         buf, p = train.flat({name: v.copy() for name, v in p0.items()})
-        opt, held = train.AdamW(p, tc), gpt.KERNEL
-        gpt.KERNEL = use
-        try:
+        opt = train.AdamW(p, tc)
+        with Session(backend=Backend(kernel=use, einsum=use is not None)).active():
             out = []
             for step in range(steps):
                 draw = np.random.default_rng(seed + step)  # some gradients 0: v stays 0 there, where eps decides
@@ -352,8 +349,6 @@ def test_adamw_in_the_kernel_is_numpys_to_the_bit(n, steps, seed):
                      for name, shape in shapes.items()}
                 opt.step(buf, g, train.lr_at(step, tc))
                 out.append((buf.copy(), opt.m.copy(), opt.v.copy()))
-        finally:
-            gpt.KERNEL = held
         runs.append(out)
     for numpy_step, kernel_step in zip(*runs):
         for a, b in zip(numpy_step, kernel_step):
@@ -407,12 +402,8 @@ def test_a_held_out_loss_in_one_call_is_the_kernels_pieces_to_the_bit_and_float6
     _, want_top, want_total = k.exp_rows(logits)
     for got, ref in ((picked, np.take_along_axis(logits, targets[..., None], -1)), (top, want_top), (total, want_total)):
         np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
-    held = gpt.KERNEL, gpt.EINSUM
-    gpt.KERNEL, gpt.EINSUM = k, True
-    try:
+    with on_kernel(k):
         got = gpt.loss(p, cfg, idx, targets)
-    finally:
-        gpt.KERNEL, gpt.EINSUM = held
     ref = gpt.loss({name: v.astype(np.float64) for name, v in p.items()}, cfg, idx, targets)
     assert abs(got - ref) < 1e-6 * abs(ref)  # float32 rounding: some 1e-7 here
     with pytest.raises(ValueError, match="vocabulary"):
@@ -431,9 +422,8 @@ def test_warming_the_kernel_calls_every_pass_once(monkeypatch):
     for name in sgemm.EXPORTS:
         export = getattr(k.host, name)
         setattr(k.host, name, lambda *args, _f=export, _n=name: (called.add(_n), _f(*args))[1])
-    monkeypatch.setattr(gpt, "KERNEL", k)
-    monkeypatch.setattr(gpt, "EINSUM", True)
-    gpt.warm_kernel()
+    with on_kernel(k):
+        gpt.warm_kernel()
     assert called == set(sgemm.EXPORTS) - {"softmax"}
 
 
@@ -445,12 +435,8 @@ def test_quantizes_activation_maxima_read_the_kernels_kept_caches():
 
     cfg, p, _ = pretrained.load("mini")
     ref = quantize.activation_maxima(p, cfg)
-    held = gpt.KERNEL, gpt.EINSUM
-    gpt.KERNEL, gpt.EINSUM = kernel(), True
-    try:
+    with on_kernel():
         got = quantize.activation_maxima(p, cfg)
-    finally:
-        gpt.KERNEL, gpt.EINSUM = held
     assert got.keys() == ref.keys()
     for name in ref:
         np.testing.assert_allclose(got[name], ref[name], rtol=1e-5, atol=1e-6 * np.abs(ref[name]).max(), err_msg=name)

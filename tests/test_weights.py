@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from widgets_py.engine.session import Memo, Session
 from widgets_py.models import corpus, pretrained, train
 
 LOSS_NOISE = 1e-4  # nats: the same weights, evaluated with another BLAS summation order
@@ -41,28 +42,35 @@ def test_trained_models_use_more_than_the_last_character():
         assert pretrained.manifest()["models"][name]["heldout_loss"] < corpus.bigram_bound() - 0.05, name
 
 
+def unread() -> None:
+    """Nothing loaded, not even the shipped files (pretrained.shipped reads each once per
+    process): the next load reads and checks them again."""
+    pretrained.shipped.cache_clear()
+    pretrained.forget()
+
+
 def test_loading_never_trains(monkeypatch):
     monkeypatch.setattr(train, "train", lambda *a, **k: pytest.fail("a load trained a model"))
     monkeypatch.setattr(train, "steps", lambda *a, **k: pytest.fail("a load trained a model"))
-    pretrained.forget()
+    unread()
     try:
         for name in pretrained.specs():
             pretrained.load(name)
     finally:
-        pretrained.forget()
+        unread()
 
 
 def test_stale_weights_are_refused_with_how_to_retrain(monkeypatch):
     specs = pretrained.specs()
     changed = {**specs, "mini": (dataclasses.replace(specs["mini"][0], d=48), specs["mini"][1])}
     monkeypatch.setattr(pretrained, "specs", lambda: changed)
-    pretrained.forget()
+    unread()
     try:
         with pytest.raises(pretrained.WeightsError, match=r"config changed.*\./dev train mini"):
             pretrained.load("mini")
         pretrained.load("target")  # the others still load
     finally:
-        pretrained.forget()
+        unread()
 
 
 def test_a_tampered_file_is_refused(monkeypatch, tmp_path):
@@ -72,12 +80,12 @@ def test_a_tampered_file_is_refused(monkeypatch, tmp_path):
     data[len(data) // 2] ^= 0xFF  # one byte flipped inside an array
     (tmp_path / "mini.npz").write_bytes(bytes(data))
     monkeypatch.setattr(pretrained, "WEIGHTS", tmp_path)
-    pretrained.forget()
+    unread()
     try:
         with pytest.raises(pretrained.WeightsError, match="sha256"):
             pretrained.load("mini")
     finally:
-        pretrained.forget()
+        unread()
 
 
 @pytest.mark.parametrize("seed", [1, 4])
@@ -94,18 +102,14 @@ def test_a_brief_retraining_from_scratch_lands_in_its_band(seed):
     assert 2.3 < loss < 2.8, loss
 
 
-def test_kept_results_give_way_to_new_ones_least_recently_used_first(monkeypatch):
+def test_kept_results_give_way_to_new_ones_least_recently_used_first():
     """pretrained.derived at its bound drops the result used longest ago, not everything: a
     slider dragged through many values must not cost another widget its scored formats."""
-    monkeypatch.setattr(pretrained, "DERIVED_MAX", 3)
-    pretrained.forget()
     made = []
     keep = lambda key: pretrained.derived(key, lambda: made.append(key) or key)  # noqa: E731
-    try:
+    with Session(memo=Memo(limit=3)).active():
         for key in [("a",), ("b",), ("c",), ("a",), ("d",)]:  # "a" used again before "d" comes
             keep(key)
         assert [pretrained.has_derived(k) for k in [("a",), ("b",), ("c",), ("d",)]] == [True, False, True, True]
         keep(("a",))
         assert made == [("a",), ("b",), ("c",), ("d",)]  # "a" was made once
-    finally:
-        pretrained.forget()

@@ -44,3 +44,12 @@ class WasmtimeHost:
 
 def kernel(**kw) -> sgemm.Kernel:
     return sgemm.Kernel(WasmtimeHost(**kw))
+
+
+def on_kernel(k=None):
+    """A session (engine.session) whose products run on `k`, a fresh wasmtime kernel if None,
+    the way Pyodide's do: the browser's path, natively. Active within a `with` block."""
+    from widgets_py.engine.session import Session
+    from widgets_py.models.backend import Backend
+
+    return Session(backend=Backend(kernel=k if k is not None else kernel(), einsum=True)).active()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import json
 
-from . import on_miss, registry, svg
+from . import on_miss, registry, session, svg
 
 
 def prepare(runtime_url: str | None = None) -> None:
@@ -19,6 +19,8 @@ def prepare(runtime_url: str | None = None) -> None:
     if runtime_url:
         on_miss.install(runtime_url)
     import numpy  # noqa: F401
+
+    session.start()  # the worker's one session: its memo, weights, kernel and helper (engine.session)
 
 
 def modules() -> str:

@@ -33,10 +33,9 @@ import types
 from pathlib import Path
 
 from ..models import pretrained
-from . import registry
+from . import registry, session
 from .widget import Widget
 
-_loaded: dict[str, tuple[str, Widget]] = {}  # key -> (sha256 of the code, its WIDGET)
 
 
 def module_of(name: str) -> types.ModuleType:
@@ -63,7 +62,7 @@ def _filename(module: types.ModuleType) -> str:
 def load(name: str, key: str, code: str) -> Widget:
     """The WIDGET of `code` run as widget `name`'s module; compiled once per key and text."""
     digest = hashlib.sha256(code.encode()).hexdigest()
-    hit = _loaded.get(key)
+    hit = session.current().edits.get(key)
     if hit and hit[0] == digest:
         return hit[1]
     shipped = module_of(name)
@@ -79,7 +78,7 @@ def load(name: str, key: str, code: str) -> Widget:
         raise TypeError("el codi ha de definir WIDGET = Widget(...)")
     if widget.name != name:
         raise ValueError(f"WIDGET ha de conservar el nom '{name}' (té '{widget.name}')")
-    _loaded[key] = (digest, widget)
+    session.current().edits[key] = (digest, widget)
     return widget
 
 
@@ -97,11 +96,11 @@ def render(name: str, key: str, code: str, params_json: str, layout: str = "wide
     filename = _filename(module_of(name))
     try:
         widget = load(name, key, code)
-        digest = _loaded[key][0]  # results kept for the weights are this text's own (pretrained.scoped)
+        digest = session.current().edits[key][0]  # results kept for the weights are this text's own (pretrained.scoped)
         with registry.substituted(name, widget), pretrained.scoped(("edit", digest)):
             return json.dumps(registry.reply(name, json.loads(params_json), layout), ensure_ascii=False)
     except BaseException as exc:  # noqa: BLE001 - the reader's code may raise anything (SystemExit too): report it, keep the worker
-        _loaded.pop(key, None)
+        session.current().edits.pop(key, None)
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc) or repr(exc)
         return json.dumps({"error": {"kind": type(exc).__name__, "message": message,
                                      "line": _line(exc, filename)}}, ensure_ascii=False)
@@ -109,4 +108,4 @@ def render(name: str, key: str, code: str, params_json: str, layout: str = "wide
 
 def forget(key: str) -> None:
     """Drop a key's edited module (the reader restored the shipped code)."""
-    _loaded.pop(key, None)
+    session.current().edits.pop(key, None)

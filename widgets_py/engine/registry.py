@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import svg
+from . import session, svg
 from .params import ParamError, validate
 from .widget import Partial, Result, Widget, finish, mapped
 
@@ -85,7 +85,15 @@ def _all() -> dict[str, Widget]:
     return found
 
 
+def refresh() -> None:
+    """Find the widgets again (a module added since they were found: ./dev new widget)."""
+    _all.cache_clear()
+
+
 def get(name: str) -> Widget:
+    running = session.active()
+    if running is not None and name in running.substitutes:
+        return running.substitutes[name]  # a reader's edited module, within its run (substituted())
     widgets = _all()
     if name not in widgets:
         raise ParamError(f"widget desconegut '{name}'; disponibles: {', '.join(sorted(widgets))}")
@@ -94,14 +102,17 @@ def get(name: str) -> Widget:
 
 @contextmanager
 def substituted(name: str, widget: Widget):
-    """Within the block, `name` is `widget` (a reader's edited module, see edits.py)."""
-    widgets = _all()
-    shipped = get(name)
-    widgets[name] = widget
+    """Within the block, `name` is `widget` in this session (a reader's edited module, see edits.py)."""
+    substitutes = session.current().substitutes
+    before = substitutes.get(name)
+    substitutes[name] = widget
     try:
         yield
     finally:
-        widgets[name] = shipped
+        if before is None:
+            del substitutes[name]
+        else:
+            substitutes[name] = before
 
 
 def names() -> list[str]:
@@ -146,10 +157,12 @@ def _values(widget: Widget, state: Any, partial: bool = False) -> dict:
 
 
 def compute(name: str, raw: dict[str, Any] | None = None) -> tuple[dict, dict]:
-    """(validated params, named values): the numbers alone, without drawing the figure."""
-    widget = get(name)
-    params = validate(widget.params, raw or {})
-    return params, _values(widget, _state(widget, params))
+    """(validated params, named values): the numbers alone, without drawing the figure. In
+    the current session, or one of its own (engine.session)."""
+    with session.ensured():
+        widget = get(name)
+        params = validate(widget.params, raw or {})
+        return params, _values(widget, _state(widget, params))
 
 
 def _drawn(widget: Widget, params: dict, state: Any, partial: bool = False,
@@ -179,10 +192,12 @@ def _as_reply(name: str, result: Result) -> WidgetReply:
 
 def run(name: str, raw: dict[str, Any] | None = None, layouts: tuple[svg.Layout, ...] = (svg.WIDE,)) -> Result:
     """Validate `raw` against the widget's declared parameters, compute once, and draw (in
-    each of `layouts`: the build asks for all of them, the browser for the one it shows)."""
-    widget = get(name)
-    params = validate(widget.params, raw or {})
-    return _drawn(widget, params, _state(widget, params), layouts=layouts)
+    each of `layouts`: the build asks for all of them, the browser for the one it shows). In
+    the current session, or one of its own (engine.session)."""
+    with session.ensured():
+        widget = get(name)
+        params = validate(widget.params, raw or {})
+        return _drawn(widget, params, _state(widget, params), layouts=layouts)
 
 
 def reply(name: str, raw: dict[str, Any] | None = None, layout: str = svg.WIDE.name) -> WidgetReply:

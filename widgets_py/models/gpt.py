@@ -14,14 +14,13 @@ hold the kernel to the numpy layers in float64.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from . import sgemm
+from . import backend, sgemm
 
 
 @dataclass(frozen=True)
@@ -77,29 +76,18 @@ def positions(start: int, count: int, d: int) -> np.ndarray:
 
 
 # ---- matrix products: BLAS natively, a WebAssembly SIMD kernel in Pyodide ---------------
-# Pyodide's numpy has no BLAS: its matmul falls back to a loop that walks the right-hand
-# matrix down its columns and accumulates through memory. In the browser, products go to
-# sgemm.py's kernel (f32x4 registers, about 4× einsum's speed at this model's shapes). Where it
-# cannot load, einsum's two faster loops over contiguous rows stand in: "axpy" (out[i, :]
-# += a[i, k] * b[k, :]) and "dot" (out[i, n] = a[i, :] · bt[n, :], accumulated in a
-# register); dot wins when the summed axis is at least as long as the output row, axpy
-# otherwise; both beat matmul 1.5-3× (benchmarks/training.py measures the peak of each).
-# Same products, summed in another float32 order. Natively, BLAS is far faster than either.
-EINSUM = sys.platform == "emscripten"
-KERNEL = sgemm.browser_kernel()  # in Pyodide the SIMD kernel, None elsewhere (or no SIMD)
+# The session's backend chooses (models.backend says why each): `@` natively; in Pyodide the
+# kernel, or einsum's contiguous loops where it cannot load.
 FEW_ROWS = 4  # up to this many rows (a decode step), matmul's small fixed cost wins instead
-# A kernel call costs 20-30 us whatever its size (copies in and out through JavaScript): it
-# wins from about this many multiply-adds (measured in Pyodide: 8-16 rows × 32 × 96 break even)
-KERNEL_MACS = 1 << 15
 
 
 def matmul_path() -> str:
-    """Which products this runtime uses: "blas" (natively), "wasm-simd" or "einsum" (Pyodide)."""
-    return "blas" if not EINSUM else "einsum" if KERNEL is None else "wasm-simd"
+    """Which products this session uses: "blas" (natively), "wasm-simd" or "einsum" (Pyodide)."""
+    return backend.current().path
 
 
 def _kernel_takes(*xs) -> bool:
-    return KERNEL is not None and all(x.dtype == np.float32 for x in xs)
+    return backend.current().takes(*xs)
 
 
 def _product(a2, b=None, bt=None):
@@ -107,8 +95,9 @@ def _product(a2, b=None, bt=None):
     if a2.shape[0] <= FEW_ROWS:
         return a2 @ (b if b is not None else bt.T)
     n = b.shape[1] if b is not None else bt.shape[0]
-    if a2.size * n >= KERNEL_MACS and _kernel_takes(a2, b if b is not None else bt):
-        return KERNEL.nn(a2, b if b is not None else np.ascontiguousarray(bt.T))  # bt: a weight, small
+    be = backend.current()
+    if a2.size * n >= be.kernel_macs and be.takes(a2, b if b is not None else bt):
+        return be.kernel.nn(a2, b if b is not None else np.ascontiguousarray(bt.T))  # bt: a weight, small
     if a2.shape[1] >= n:  # long sums, narrow output: contiguous dot products
         return np.einsum("ik,nk->in", a2, np.ascontiguousarray(b.T) if bt is None else bt)
     return np.einsum("ik,kn->in", a2, np.ascontiguousarray(bt.T) if b is None else b)  # row updates
@@ -116,24 +105,25 @@ def _product(a2, b=None, bt=None):
 
 def mm(a, b):
     """a [..., K] @ b [K, N] -> [..., N]."""
-    if not EINSUM:
+    if not backend.current().einsum:
         return a @ b
     return _product(a.reshape(-1, a.shape[-1]), b=b).reshape(*a.shape[:-1], b.shape[1])
 
 
 def mm_nt(a, b):
     """a [..., N] @ b [K, N].T -> [..., K]: the tied head, and gradients through a weight."""
-    if not EINSUM:
+    if not backend.current().einsum:
         return a @ b.T
     return _product(a.reshape(-1, a.shape[-1]), bt=b).reshape(*a.shape[:-1], b.shape[0])
 
 
 def mm_tn(a, b):
     """a [M, K].T @ b [M, N] -> [K, N]: a weight gradient, summed over the M rows."""
-    if not EINSUM:
+    be = backend.current()
+    if not be.einsum:
         return a.T @ b
-    if a.size * b.shape[1] >= KERNEL_MACS and _kernel_takes(a, b):
-        return KERNEL.tn(a, b)
+    if a.size * b.shape[1] >= be.kernel_macs and be.takes(a, b):
+        return be.kernel.tn(a, b)
     return np.einsum("km,nm->kn", np.ascontiguousarray(a.T), np.ascontiguousarray(b.T))  # dot: M is long
 
 
@@ -261,14 +251,14 @@ class Resident(Sequence):
     where its backward reads them (copying some 2 MB out and back in cost a tenth of a
     step); copied out as block()'s caches only for a reader that asks (quantize's
     activation maxima, the tests). `final` is the final norm's cache; `weights`, the packed
-    parameters the forward ran with, which the backward needs too."""
+    parameters the forward ran with, which the backward needs too; `kernel`, the one that ran it."""
 
-    def __init__(self, p, kept, heads: int, weights: np.ndarray):
-        self.p, self.kept, self.heads, self.weights, self._caches = p, kept, heads, weights, None
+    def __init__(self, kernel: sgemm.Kernel, p, kept, heads: int, weights: np.ndarray):
+        self.kernel, self.p, self.kept, self.heads, self.weights, self._caches = kernel, p, kept, heads, weights, None
 
     def _read(self) -> tuple[list, tuple]:
         if self._caches is None:
-            layers, final = KERNEL.kept_arrays(self.kept)
+            layers, final = self.kernel.kept_arrays(self.kept)
             self._caches = ([_kept_cache(self.p, i, layer, self.heads) for i, layer in enumerate(layers)],
                             (final["norm"], self.p["lnf.w"], final["rstd"]))
         return self._caches
@@ -316,21 +306,20 @@ def _packing(layers: int) -> tuple[str, ...]:
     return tuple(f"h{i}.{k}" for i in range(layers) for k in KERNEL_ORDER) + ("lnf.w", "lnf.b")
 
 
-_PACKED: dict[int, tuple[dict, np.ndarray]] = {}  # id(p) -> (p, its vector), for read-only p
-
-
 def packed(p, cfg: GPTConfig) -> np.ndarray:
     """Every block's parameters, then the final layer norm's, as one float32 vector: the
     order sgemm.wat's forward reads them in. Packed at each call, as training updates p in
-    place; a dict of read-only arrays (pretrained.load's) is packed once and kept."""
-    kept = _PACKED.get(id(p))
+    place; a dict of read-only arrays (pretrained.load's) is packed once and kept, on the
+    session's backend."""
+    store = backend.current().packed
+    kept = store.get(id(p))
     if kept is not None and kept[0] is p:
         return kept[1]
     flat = np.concatenate([p[k] for k in _packing(cfg.layers)], axis=None)
     if not any(v.flags.writeable for v in p.values()):
-        if len(_PACKED) >= 16:
-            _PACKED.clear()
-        _PACKED[id(p)] = (p, flat)
+        if len(store) >= backend.PACKED_MAX:
+            store.clear()
+        store[id(p)] = (p, flat)
     return flat
 
 
@@ -339,8 +328,9 @@ def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
     inference's forward. In the browser one kernel call: numpy's per-call cost in Pyodide
     (tens of microseconds, some forty calls per block) outweighs this model's arithmetic."""
     x = p["wte"][idx] + positions(0, idx.shape[-1], cfg.d)  # [B, T, C]
-    if _kernel_takes(x, p["wte"]):
-        return KERNEL.forward(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+    be = backend.current()
+    if be.takes(x, p["wte"]):
+        return be.kernel.forward(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d)
     for i in range(cfg.layers):
         x, _, _ = block(p, i, x, cfg.heads)
     return layernorm(x, p["lnf.w"], p["lnf.b"])[0]
@@ -348,8 +338,9 @@ def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
 
 def loss(p, cfg: GPTConfig, idx, targets) -> float:
     """Mean cross-entropy of targets [B, T] after idx [B, T]: forward's loss, no caches kept."""
-    if _kernel_takes(p["wte"]):  # in the browser the head too runs where the forward left its output
-        return nll(*loss_parts(KERNEL, p, cfg, idx, targets))
+    be = backend.current()
+    if be.takes(p["wte"]):  # in the browser the head too runs where the forward left its output
+        return nll(*loss_parts(be.kernel, p, cfg, idx, targets))
     return _cross_entropy(mm_nt(hidden_states(p, cfg, idx), p["wte"]), targets)[0]
 
 
@@ -369,7 +360,7 @@ def nll(picked, top, total) -> float:
 
 def _cross_entropy(logits, targets):
     """(mean loss, exp(logits - max) [B, T, V], their sum [B, T, 1]): the backward's softmax too.
-    numpy's (with the kernel, loss() and forward() take its head instead: KERNEL.loss, .head)."""
+    numpy's (with the kernel, loss() and forward() take its head instead: Kernel.loss, .head)."""
     z = logits - _max(logits)
     e = np.exp(z)  # [B, T, V]
     total = _sum(e)  # [B, T, 1]
@@ -394,12 +385,13 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     """idx: [B, T] int -> logits [B, T, V]; with targets also (mean loss, cache for backward)."""
     b, t = idx.shape
     x = p["wte"][idx] + positions(0, t, cfg.d)  # [B, T, C]
-    if _kernel_takes(x, p["wte"]):  # in the browser every block in one call, keeping the backward's inputs there
+    kernel = backend.current().kernel
+    if backend.current().takes(x, p["wte"]):  # in the browser every block in one call, keeping the backward's inputs there
         weights = packed(p, cfg)
-        xf, kept = KERNEL.forward_kept(x, weights, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
-        caches = Resident(p, kept, cfg.heads, weights)
+        xf, kept = kernel.forward_kept(x, weights, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
+        caches = Resident(kernel, p, kept, cfg.heads, weights)
         if targets is not None:  # the loss head, its backward too, in one more call: the same bits as below
-            logits, top, total, dwte, dxf = KERNEL.head(kept, p["wte"], targets)
+            logits, top, total, dwte, dxf = kernel.head(kept, p["wte"], targets)
             return logits, _mean_nll(_picked(logits, targets) - top, total), (idx, targets, (dwte, dxf), xf, None, caches)
         c_lnf = None  # no backward without targets (Resident.final has it)
     else:
@@ -420,7 +412,7 @@ def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     idx, targets, head, xf, c_lnf, caches = cache
     if isinstance(caches, Resident):  # in the browser: the kernel's head gave wte's part and dxf (forward)
         dwte, dxf = head  # every block's backward, then the embedding's, in one call
-        _, flat = KERNEL.backward(dxf, caches.weights, caches.kept, cfg.heads, cfg.mlp * cfg.d, idx, dwte)
+        _, flat = caches.kernel.backward(dxf, caches.weights, caches.kept, cfg.heads, cfg.mlp * cfg.d, idx, dwte)
         grads = {"wte": dwte}
         at = 0
         for name in _packing(cfg.layers):  # the flat gradients, back into the parameters' shapes
@@ -444,7 +436,8 @@ def warm_kernel() -> None:
     """Every pass of the browser's kernel once, on a toy model: V8 starts a WebAssembly
     function in its baseline tier and sets up its first calls, which a widget's first change
     would otherwise pay (the worker calls this when idle, after the widgets' modules)."""
-    if KERNEL is None:
+    kernel = backend.current().kernel
+    if kernel is None:
         return
     cfg = GPTConfig(vocab=8, d=32, layers=1, heads=4, context=32)  # the mini-GPT's widths: loops that run
     p = init(cfg, 0)  # long enough for V8 to optimise them
@@ -452,9 +445,9 @@ def warm_kernel() -> None:
     loss(p, cfg, idx, idx)  # forward and the held-out loss's head
     backward(p, cfg, forward(p, cfg, idx, idx)[2])  # training's forward, loss head and backward
     extend(p, cfg, [1, 2, 3], extend(p, cfg, [4, 5])[1])  # prefill, then decode after a cache
-    KERNEL.nn(p["wte"], p["wte"].T.copy())  # a product alone (sampling's head, at its sizes)
+    kernel.nn(p["wte"], p["wte"].T.copy())  # a product alone (sampling's head, at its sizes)
     zeros = np.zeros(8, np.float32)
-    KERNEL.adamw(zeros.copy(), zeros.copy(), zeros.copy(), zeros, np.zeros(8, np.int32), 0.1, 0.01, 1.0, 0.01, 0.1, 0.01, 1e-8)
+    kernel.adamw(zeros.copy(), zeros.copy(), zeros.copy(), zeros, np.zeros(8, np.int32), 0.1, 0.01, 1.0, 0.01, 0.1, 0.01, 1e-8)
 
 
 # ---- inference with a KV cache --------------------------------------------------------
@@ -467,8 +460,9 @@ def extend(p, cfg: GPTConfig, tokens, kv=None):
     """
     past = 0 if kv is None else kv[0][0].shape[-2]
     x = p["wte"][np.asarray(tokens)][None] + positions(past, len(tokens), cfg.d)  # [1, T, C]
-    if _kernel_takes(x, p["wte"]):  # in the browser every block in one call, the cache in and out
-        xf, fresh = KERNEL.extend(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d, kv)  # [L, 2, 1, H, T, hs]
+    be = backend.current()
+    if be.takes(x, p["wte"]):  # in the browser every block in one call, the cache in and out
+        xf, fresh = be.kernel.extend(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d, kv)  # [L, 2, 1, H, T, hs]
         if kv is None:
             return mm_nt(xf, p["wte"])[0], [(k, v) for k, v in fresh]
         return mm_nt(xf, p["wte"])[0], [(np.concatenate([k, fresh[i, 0]], -2), np.concatenate([v, fresh[i, 1]], -2))
@@ -485,7 +479,7 @@ def next_logits(p, cfg: GPTConfig, tokens) -> np.ndarray:
     """Logits [V] of the token after `tokens` (at positions 0..T-1), with no cache kept:
     extend(tokens)[0][-1], but the last block and the head run for the last position only
     (a generator sliding its window recomputes the window at every token)."""
-    if KERNEL is not None:  # the whole window in one call: cheaper than the last-row shortcut
+    if backend.current().kernel is not None:  # the whole window in one call: cheaper than the last-row shortcut
         return mm_nt(hidden_states(p, cfg, np.asarray(tokens)[None])[:, -1], p["wte"])[0]
     x = p["wte"][np.asarray(tokens)][None] + positions(0, len(tokens), cfg.d)  # [1, T, C]
     for i in range(cfg.layers):

@@ -21,11 +21,18 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import gpt, sgemm, train
+from ..engine import session
+from . import backend, gpt, sgemm, train
 
-_client = None  # worker.js's client of the helper: ready, load(module), submit(ops, id), take(id), cancel(ids)
-_ids = itertools.count(1)  # jobs' ids
-_waits = False  # whether the caller waits for a job before the stage that reads it (waited())
+class Helper:
+    """The session's link to the helper (engine.session: `helper`): worker.js's client of it
+    (ready, load(module, bytes), submit(ops, id), take(id), cancel(ids)), the ids of its jobs,
+    and whether the caller waits for a job before the stage that reads it (waited())."""
+
+    def __init__(self, client):
+        self.client = client
+        self.ids = itertools.count(1)
+        self.waits = False
 
 
 def connect(client) -> None:
@@ -36,29 +43,33 @@ def connect(client) -> None:
     up by this worker's warm-up (gpt.warm_kernel), where a fresh compile would run a held-out
     loss, one long call, in its baseline tier (measured: 50-60 ms against 25). The bytes go
     along, for a helper that cannot receive the module (a page opened from disk)."""
-    global _client
-    if gpt.KERNEL is None:
+    kernel = backend.current().kernel
+    if kernel is None:
         return
-    client.load(gpt.KERNEL.host.module, _js(sgemm.WASM.read_bytes()))
-    _client = client
+    client.load(kernel.host.module, _js(sgemm.WASM.read_bytes()))
+    session.current().helper = Helper(client)
 
 
 def available() -> bool:
     """Whether passes go to the helper: connected, its kernel in, answering (worker.js), and a
     caller that waits for them (a compute run to its end at once would read no reply)."""
-    return _waits and _client is not None and bool(_client.ready)
+    helper = session.current().helper
+    return helper is not None and helper.waits and bool(helper.client.ready)
 
 
 @contextmanager
 def waited():
     """Within the block, the caller waits for the job a stage carries (Partial.wait) before the
     next stage (browser.Run, in the worker): only then do passes go to the helper."""
-    global _waits
-    before, _waits = _waits, True
+    helper = session.current().helper
+    if helper is None:
+        yield
+        return
+    before, helper.waits = helper.waits, True
     try:
         yield
     finally:
-        _waits = before
+        helper.waits = before
 
 
 class Recorder:
@@ -92,15 +103,16 @@ class Job:
     fills the arrays the pass returned and finishes them, or computes the pass here if the
     reply is not there (failed, or late: worker.js stops waiting)."""
 
-    def __init__(self, recorder: Recorder, finish, fallback):
-        self.id = next(_ids)
+    def __init__(self, helper: Helper, recorder: Recorder, finish, fallback):
+        self.helper = helper
+        self.id = next(helper.ids)
         self.outs, self.finish, self.fallback = recorder.outs, finish, fallback
         self.taken = False
-        _client.submit(_outgoing(recorder.ops), self.id)
+        helper.client.submit(_outgoing(recorder.ops), self.id)
 
     def result(self):
         self.taken = True
-        reads = _client.take(self.id)  # the reads, in order, or None
+        reads = self.helper.client.take(self.id)  # the reads, in order, or None
         if reads is None:
             return self.fallback()
         for out, read in zip(self.outs, reads):
@@ -137,16 +149,19 @@ def _typed(kind, x: np.ndarray):
 def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int) -> Job | None:
     """train.evaluate(p, cfg, data, tokens) as a helper's job, or None (no helper, or weights
     the kernel does not take: evaluate here)."""
-    if _client is None or not gpt._kernel_takes(p["wte"]):
+    helper = session.current().helper
+    if helper is None or not gpt._kernel_takes(p["wte"]):
         return None
     recorder = Recorder()
     parts = gpt.loss_parts(sgemm.Kernel(recorder), p, cfg, *train.windows(cfg, data, tokens))
-    return Job(recorder, lambda: gpt.nll(*parts), lambda: train.evaluate(p, cfg, data, tokens))
+    return Job(helper, recorder, lambda: gpt.nll(*parts), lambda: train.evaluate(p, cfg, data, tokens))
 
 
 def cancel(jobs) -> None:
     """Jobs whose results were not taken (a newer change won): the helper drops those not
     started, and worker.js the replies of the others."""
-    ids = [job.id for job in jobs if not job.taken]
-    if ids and _client is not None:
-        _client.cancel(_js(ids))
+    jobs = list(jobs)
+    for helper in {job.helper for job in jobs}:
+        ids = [job.id for job in jobs if job.helper is helper and not job.taken]
+        if ids:
+            helper.client.cancel(_js(ids))

@@ -16,12 +16,12 @@ import dataclasses
 import hashlib
 import io
 import json
-from contextlib import contextmanager
 from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
 
+from ..engine import session
 from . import corpus, gpt, train
 
 WEIGHTS = Path(__file__).resolve().parent / "weights"  # package data: shipped in the bundle
@@ -94,81 +94,69 @@ def check(name: str) -> None:
                            f"run `./dev train {name}`")
 
 
-_override: dict[str, tuple[dict, list[float]]] = {}
-_derived: dict[tuple, object] = {}  # results computed from the weights in use; dropped with them
-DERIVED_MAX = 256
-
-
 def override(name: str, params: dict, history: list[float]) -> None:
-    """Use these weights for `name` from now on (the browser's retraining)."""
-    _override[name] = (params, list(history))
+    """Use these weights for `name` from now on in this session (the browser's retraining)."""
+    session.current().trained[name] = (params, list(history))
     forget()
 
 
 def forget() -> None:
     """Drop every loaded model and every result derived from one (weights changed)."""
-    load.cache_clear()
-    _derived.clear()
+    run = session.current()
+    run.models.clear()
+    run.memo.clear()
 
 
-_scope: tuple = ()  # what derived() keys start with: () for the shipped code (scoped())
-
-
-@contextmanager
 def scoped(tag: tuple):
     """derived() apart from the shipped code's results, within the block: a reader's edit of a
     widget (engine.edits) may change how any of them is computed, so it computes its own."""
-    global _scope
-    before, _scope = _scope, tag
-    try:
-        yield
-    finally:
-        _scope = before
+    return session.current().memo.scoped(tag)
 
 
 def has_derived(key: tuple) -> bool:
     """Whether derived(key, …) would answer without computing (a long compute skips its
     progress report for a stage it already has)."""
-    return _scope + key in _derived
+    return session.current().memo.has(key)
 
 
 def derived(key: tuple, make):
-    """make(), computed once per `key` while the weights stay the same.
+    """make(), computed once per `key` while the weights stay the same (the session's memo).
 
     Widgets keep what a control change does not alter (a prefill, a quantized model, a
     held-out loss) here rather than in caches of their own, so that new weights (a
     retraining in the browser) invalidate every such result in one place. A result that
     depends on no weights (a simulation's) may be kept here too: new weights drop it, and it
-    is computed again, never wrong. At DERIVED_MAX results, the one used longest ago goes:
-    a reader dragging one slider adds one figure a step, and should not cost another widget
-    its scored formats."""
-    key = _scope + key
-    if key in _derived:
-        _derived[key] = _derived.pop(key)  # the most recently used last
-    else:
-        value = make()
-        while len(_derived) >= DERIVED_MAX:
-            del _derived[next(iter(_derived))]
-        _derived[key] = value
-    return _derived[key]
+    is computed again, never wrong."""
+    return session.current().memo.get(key, make)
+
+
+def load(name: str) -> tuple[gpt.GPTConfig, dict, list[float]]:
+    """(config, params, training-loss history) of a trained model, checked against its pin:
+    the session's retrained weights for it if there are any, else the shipped ones."""
+    run = session.current()
+    if name not in run.models:
+        cfg, _ = specs()[name]
+        if name in run.trained:
+            params, history = run.trained[name]
+        else:
+            params, history = shipped(name)
+        run.models[name] = (cfg, params, history)
+    return run.models[name]
 
 
 @cache
-def load(name: str) -> tuple[gpt.GPTConfig, dict, list[float]]:
-    """(config, params, training-loss history) of a trained model, checked against its pin."""
-    cfg, _ = specs()[name]
-    if name in _override:
-        params, history = _override[name]
-        return cfg, params, history
+def shipped(name: str) -> tuple[dict, list[float]]:
+    """The shipped weights of `name` and their loss history, read once and checked: a pure
+    function of the shipped files, shared by every session (and read-only)."""
     check(name)
     data = (WEIGHTS / f"{name}.npz").read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != manifest()["models"][name]["sha256"]:
         raise WeightsError(f"{name}.npz: sha256 {digest[:12]}… differs from the manifest; run `./dev train {name}`")
     params, history = from_npz(data)
-    for v in params.values():  # shared by every widget (load is cached): nobody may change them
+    for v in params.values():  # shared by every widget and session: nobody may change them
         v.flags.writeable = False
-    return cfg, params, history
+    return params, history
 
 
 def preparations() -> list:

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from ..engine import session
 from . import corpus, gpt, pretrained, train
 
 
@@ -66,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:  # another corpus invalidates every model, not only the ones asked for
         print(f"note: also training {', '.join(missing)} (missing or made from another corpus)", file=sys.stderr)
         names += missing
-    for name in names:
-        models[name] = retrain(name)
+    with session.Session().active():  # the run's backend (engine.session): BLAS here
+        for name in names:
+            models[name] = retrain(name)
     manifest = {
         "about": "Trained by `./dev train` (widgets_py/models/retrain.py); checked by widgets_py/models/pretrained.py.",
         "corpus_sha256": pretrained.corpus_sha256(),

@@ -447,19 +447,15 @@ class BrowserHost:
         self.view(at, out.size).assign_to(out)
 
 
-FAILURE = None  # why the browser kernel could not load (then gpt.py keeps einsum)
-
-
-def browser_kernel() -> Kernel | None:
-    """The kernel in Pyodide, or None (not in a browser, or no WebAssembly SIMD there)."""
-    global FAILURE
+def browser_kernel() -> tuple[Kernel | None, str | None]:
+    """(the kernel in Pyodide, None), or (None, why not): not in a browser (no reason: none
+    is tried), or no WebAssembly SIMD there (then models.backend keeps einsum)."""
     if sys.platform != "emscripten":
-        return None
+        return None, None
     try:
-        return Kernel(BrowserHost(WASM.read_bytes()))
+        return Kernel(BrowserHost(WASM.read_bytes())), None
     except Exception as e:  # a browser without WebAssembly SIMD (Safari < 16.4) compiles nothing
-        FAILURE = f"{type(e).__name__}: {e}"
-        return None
+        return None, f"{type(e).__name__}: {e}"
 
 
 def assemble() -> bytes:

@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from . import gpt
+from . import backend, gpt
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,10 @@ class AdamW:
         self.t += 1
         b1, b2, t, m, v = self.b1, self.b2, self.t, self.m, self.v
         g = np.concatenate([grads[k].ravel() for k in self.keys])  # [n]
-        if gpt.KERNEL is not None:  # in the browser one call, the same float32 operations (sgemm.wat)
+        kernel = backend.current().kernel
+        if kernel is not None:  # in the browser one call, the same float32 operations (sgemm.wat)
             decay = np.float32(1 - lr * self.tc.weight_decay)
-            gpt.KERNEL.adamw(buf, m, v, g, self.decayed, 1 - b1, 1 - b2, decay, lr, 1 - b1**t, 1 - b2**t, self.eps)
+            kernel.adamw(buf, m, v, g, self.decayed, 1 - b1, 1 - b2, decay, lr, 1 - b1**t, 1 - b2**t, self.eps)
             return
         m += (1 - b1) * (g - m)
         v += (1 - b2) * (g * g - v)

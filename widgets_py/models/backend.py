@@ -1,0 +1,65 @@
+"""Which products the mini-GPT runs on, for one session (engine.session): one object owns
+the choice, and gpt.py asks it (`current()`) instead of module-level switches.
+
+Natively numpy has BLAS, and products are `@`. Pyodide's numpy has no BLAS: its matmul falls
+back to a loop that walks the right-hand matrix down its columns and accumulates through
+memory. There products go to sgemm.py's kernel (f32x4 registers, about 4× einsum's speed at
+this model's shapes), and every forward and backward runs in one kernel call. Where it cannot
+load (no WebAssembly SIMD: Safari before 16.4; `failure` says why), einsum's two faster loops
+over contiguous rows stand in: "axpy" (out[i, :] += a[i, k] * b[k, :]) and "dot" (out[i, n] =
+a[i, :] · bt[n, :], accumulated in a register); dot wins when the summed axis is at least as
+long as the output row, axpy otherwise; both beat matmul 1.5-3× (benchmarks/training.py
+measures the peak of each). Same products, summed in another float32 order.
+
+Tests build the backend they want (`Backend(kernel=wasm_host.kernel(), einsum=True)`, the
+browser's path on wasmtime) and run under a session that holds it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..engine import session
+from . import sgemm
+
+# A kernel call costs 20-30 us whatever its size (copies in and out through JavaScript): it
+# wins from about this many multiply-adds (measured in Pyodide: 8-16 rows × 32 × 96 break even)
+KERNEL_MACS = 1 << 15
+PACKED_MAX = 16  # parameter dicts kept packed (gpt.packed)
+
+
+@dataclass(eq=False)
+class Backend:
+    kernel: sgemm.Kernel | None = None  # the WebAssembly SIMD kernel (Pyodide), or None
+    einsum: bool = False  # numpy without BLAS: einsum's loops where the kernel does not run
+    failure: str | None = None  # why the browser's kernel did not load
+    kernel_macs: int = KERNEL_MACS  # a product goes to the kernel from this size (tests: 0, every one)
+    packed: dict[int, tuple[dict, np.ndarray]] = field(default_factory=dict)  # id(p) -> (p, its vector), read-only p
+
+    @property
+    def path(self) -> str:
+        """"blas" (natively), "wasm-simd" or "einsum" (Pyodide)."""
+        return "blas" if not self.einsum else "einsum" if self.kernel is None else "wasm-simd"
+
+    def takes(self, *xs: np.ndarray) -> bool:
+        """Whether the kernel runs on these arrays (float32 only: the tests' float64 model runs numpy)."""
+        return self.kernel is not None and all(x.dtype == np.float32 for x in xs)
+
+
+def for_runtime() -> Backend:
+    """This runtime's backend: BLAS natively; in Pyodide the kernel, or einsum if it cannot load."""
+    if sys.platform != "emscripten":
+        return Backend()
+    kernel, failure = sgemm.browser_kernel()
+    return Backend(kernel=kernel, einsum=True, failure=failure)
+
+
+def current() -> Backend:
+    """The session's backend, made for this runtime when first asked."""
+    run = session.current()
+    if run.backend is None:
+        run.backend = for_runtime()
+    return run.backend
