@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,61 @@ def test_batching_keeps_its_sweep_when_only_the_slots_change():
     partials, warm = final("batching", {"slots": 16})
     assert partials == [] and warm == cold
     assert final("batching", {"slots": 16, "requests": 40})[0]  # another queue
+
+
+# ---- engine.stages: the engine schedules the stages a widget declares ------------------------
+
+def test_a_partial_names_no_job_to_wait_for():
+    """Waiting for the kernel's helper is the engine's (engine.stages, browser.Run.waiting),
+    not something a widget's Partial carries."""
+    assert [f.name for f in dataclasses.fields(Partial)] == ["state", "done", "message"]
+
+
+def test_a_stage_reports_progress_only_when_it_computes():
+    from widgets_py.engine.session import Session
+    from widgets_py.engine.stages import stage
+
+    made = []
+    with Session().active():
+        run = lambda: stage(("t", 1), lambda: made.append(1) or 42, Partial({}, 0.5, "calculant"))  # noqa: E731
+        partials = []
+        gen = run()
+        while True:
+            try:
+                partials.append(next(gen))
+            except StopIteration as end:
+                assert end.value == 42
+                break
+        assert [p.message for p in partials] == ["calculant"]
+        assert list(run()) == [] and finish(run()) == 42 and made == [1]  # kept: no report, no second compute
+
+
+def test_evaluate_many_skips_what_is_kept_and_shows_the_values_so_far():
+    """Without a helper every evaluation runs here, a stage each, in order; one the memo has
+    costs no stage; each stage shows the values found before it."""
+    from widgets_py.engine.session import Session
+    from widgets_py.engine.stages import Evaluation, evaluate_many
+
+    with Session().active():
+        pretrained.derived(("e", "b"), lambda: "kept")
+        evaluations = [Evaluation(("e", name), f"fent {name}", lambda name=name: name.upper()) for name in "abc"]
+        gen = evaluate_many(evaluations, lambda values: sorted(values.values()))
+        seen = []
+        while True:
+            try:
+                seen.append(next(gen))
+            except StopIteration as end:
+                result = end.value
+                break
+    assert [(p.message, p.done, p.state) for p in seen] == [("fent a", 0.0, ["kept"]), ("fent c", 0.5, ["A", "kept"])]
+    assert result == {("e", "a"): "A", ("e", "b"): "kept", ("e", "c"): "C"}
+
+
+def test_quantize_keeps_no_helper_bookkeeping():
+    """quantize.py, the longest widget, declares its evaluations; sending, waiting and
+    cancelling are engine.stages'."""
+    source = (Path(quantize.__file__)).read_text()
+    for word in ("cancel", "available(", "waited(", "sent", "away = ", "finally"):
+        assert word not in source, word
+    body = source[source.index("def quantization("):source.index("\ndef ", source.index("def quantization(") + 1)]
+    assert len(body.strip().splitlines()) <= 40

@@ -15,6 +15,10 @@ interface TWProtocol {
   readonly STEP: "step";
   readonly REPLY: "reply";
   readonly LAYOUT: "wide";
+  readonly PARTIAL_MS: 80;
+  readonly SHOW_MS: 200;
+  readonly STEPS_PER_TURN: 5;
+  readonly JOB_MS: 2000;
   readonly CALLS: {
     readonly RUN: "run";
     readonly FIXED: "fixed";

@@ -16,6 +16,8 @@ activation maxima measured on held-out text.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..engine import fmt
@@ -23,7 +25,8 @@ from ..models import corpus, gpt, offload, pretrained
 from ..models.quantiles import median
 from ..models.numformats import decode, encode_many, quantize
 from ..engine.params import Output, Param
-from ..engine.widget import Partial, Widget
+from ..engine.widget import Widget
+from ..engine.stages import Evaluation, evaluate_many
 from ..engine.svg import Plot, current
 from ..models.train import evaluate
 
@@ -40,10 +43,6 @@ HANDLING = {"none": "cap", "llmint8": "canals en 16 bits (LLM.int8)", "smoothqua
 def memo(key: tuple, make):
     """Results of the current weights, kept with them (pretrained.derived)."""
     return pretrained.derived(("quantize",) + key, make)
-
-
-def memoized(key: tuple) -> bool:
-    return pretrained.has_derived(("quantize",) + key)
 
 
 def with_outliers(p: dict, layers: int, factor: float) -> dict:
@@ -140,33 +139,22 @@ def quantized(outliers: float, name: str, group: int | None, handling: str) -> t
     return q, bits / n, kept
 
 
-def measured(outliers: float, name: str, group: int | None, handling: str, sent=None) -> tuple[float, float, int]:
-    """(held-out loss, bits per weight, 16-bit channels) of one format; cached per weights.
-    With what send() returned, the loss is the helper's."""
-    def make():
-        if sent is not None:
-            job, bits, kept = sent
-            return job.result(), bits, kept
-        q, bits, kept = quantized(outliers, name, group, handling)
-        return evaluate(q, model(outliers)[0], corpus.data()[1], EVAL_TOKENS), bits, kept
-    return memo(format_key(outliers, name, group, handling), make)
+def measured(outliers: float, name: str, group: int | None, handling: str) -> tuple[float, float, int]:
+    """(held-out loss, bits per weight, 16-bit channels) of one format, computed here."""
+    q, bits, kept = quantized(outliers, name, group, handling)
+    return evaluate(q, model(outliers)[0], corpus.data()[1], EVAL_TOKENS), bits, kept
 
 
-def original_loss(outliers: float, sent=None) -> float:
-    """The held-out loss of the float model; with what send() returned, the helper's."""
+def scored_away(outliers: float, name: str, group: int | None, handling: str):
+    """measured(), its loss scored by the kernel's helper (a job), or None (no helper)."""
+    q, bits, kept = quantized(outliers, name, group, handling)
+    return offload.evaluate(q, model(outliers)[0], corpus.data()[1], EVAL_TOKENS, then=lambda loss: (loss, bits, kept))
+
+
+def original_loss(outliers: float, away: bool = False):
+    """The held-out loss of the float model; `away`: as a job for the kernel's helper, or None."""
     cfg, base = model(outliers)
-    return memo(("original", outliers),
-                lambda: sent[0].result() if sent is not None else evaluate(base, cfg, corpus.data()[1], EVAL_TOKENS))
-
-
-def send(outliers: float, name: str, group: int | None, handling: str) -> tuple | None:
-    """The held-out loss of `name` (a format, or "original") as a job for the kernel's helper
-    (models/offload.py), quantized here and scored there: (job, bits per weight, 16-bit
-    channels), or None (no helper)."""
-    cfg, base = model(outliers)
-    q, bits, kept = quantized(outliers, name, group, handling) if name != "original" else (base, None, None)
-    job = offload.evaluate(q, cfg, corpus.data()[1], EVAL_TOKENS)
-    return None if job is None else (job, bits, kept)
+    return (offload.evaluate if away else evaluate)(base, cfg, corpus.data()[1], EVAL_TOKENS)
 
 
 ORDER = ("int4", "int8", "nf4", "fp8", "bf16")  # the panel's format first: the order results arrive in
@@ -174,38 +162,36 @@ MESSAGES = {"original": "pèrdua del model original"} | {name: f"pèrdua a {labe
 
 
 def quantization(granularity: str, group: int, outliers: float, outlier_handling: str):
-    """A staged compute (engine.widget.Partial): the figure needs only the weights, so it comes
-    first; then the held-out loss of the original model and of each format, INT4 first. Stages
-    already measured for these weights report nothing. With the kernel's helper (a second
-    worker), the last half of what must be scored goes to it first, and this worker scores
-    the first half meanwhile."""
+    """A staged compute (engine.stages): the figure needs only the weights, so it comes first;
+    then the held-out loss of the original model and of each format, INT4 first, each an
+    evaluation the engine schedules (kept per weights, some scored by the kernel's helper)."""
     cfg, base = model(outliers)
     g = group if granularity == "group" else None
     w = base["h0.qkv.w"]
     normal = np.delete(w, OUTLIER_CHANNELS, axis=0)
-    out = {"bigram": corpus.bigram_bound(), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
-    keys = {"original": ("original", outliers)} | {name: format_key(outliers, name, g, outlier_handling) for name in ORDER}
-    todo = [name for name, key in keys.items() if not memoized(key)]
-    away = todo[(len(todo) + 1) // 2:] if offload.available() else []  # the helper's share
-    sent: dict = {}  # name -> what send() returned
-    try:
-        for name in keys:
-            if name in todo:
-                wait = sent[name][0] if sent.get(name) else None
-                yield Partial(dict(out), todo.index(name) / len(todo), MESSAGES[name], wait=wait)
-                if away and not sent:  # the first stage: the helper's share goes out before this worker's
-                    sent = {n: send(outliers, n, g, outlier_handling) for n in away}
-            if name == "original":
-                out["loss_original"] = original = original_loss(outliers, sent.get(name))
-                continue
-            loss, bits, kept = measured(outliers, name, g, outlier_handling, sent.get(name))
-            out |= {f"loss_{name}": loss, f"degradation_{name}": loss - original,
-                    f"bits_{name}": bits, f"memory_{name}": bits / 16}
-            if name == "int4":
-                out["kept_channels"] = kept  # 16-bit input channels, all matrices
-    finally:  # a newer change won: the helper drops what it has not started
-        offload.cancel(job for job, *_ in filter(None, sent.values()))
-    return out
+    first = {"bigram": corpus.bigram_bound(), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
+    original = ("quantize", "original", outliers)
+    formats = {name: ("quantize",) + format_key(outliers, name, g, outlier_handling) for name in ORDER}
+    evaluations = [Evaluation(original, MESSAGES["original"], lambda: original_loss(outliers),
+                              lambda: original_loss(outliers, away=True))]
+    evaluations += [Evaluation(key, MESSAGES[name], partial(measured, outliers, name, g, outlier_handling),
+                               partial(scored_away, outliers, name, g, outlier_handling)) for name, key in formats.items()]
+
+    def shown(scores: dict) -> dict:
+        out = dict(first)
+        if original not in scores:
+            return out
+        out["loss_original"] = scores[original]
+        for name, key in formats.items():
+            if key in scores:
+                loss, bits, kept = scores[key]
+                out |= {f"loss_{name}": loss, f"degradation_{name}": loss - scores[original],
+                        f"bits_{name}": bits, f"memory_{name}": bits / 16}
+                if name == "int4":
+                    out["kept_channels"] = kept  # 16-bit input channels, all matrices
+        return out
+
+    return shown((yield from evaluate_many(evaluations, shown)))
 
 
 def _effective(outliers: float, handling: str, group: int | None) -> np.ndarray:

@@ -19,6 +19,7 @@ from ..engine import fmt
 from ..models import corpus, gpt, pretrained
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget, finish
+from ..engine.stages import stage
 from ..engine.svg import Plot, current
 
 PROMPT_CHARS = 32  # + at most 96 generated tokens: every position stays < 128, the trained window
@@ -178,9 +179,8 @@ def speculative(k: int, coupling: str, draft_every: str, temperature: float, tok
             yield Partial(shown(run), 0.7 * len(run["tokens"]) / tokens, "rondes de proposta i verificació")
             mark += tokens / 4
     key = ("speculative.alone", tokens, temperature, seed)  # k, coupling and the draft do not alter it
-    if not pretrained.has_derived(key):
-        yield Partial(shown(run), 0.7, "el model gran sol, per comparar")
-    alone = pretrained.derived(key, lambda: target_alone(target, prompt, tokens, temperature, seed))
+    alone = yield from stage(key, lambda: target_alone(target, prompt, tokens, temperature, seed),
+                             Partial(shown(run), 0.7, "el model gran sol, per comparar"))
     return shown(run) | {
         "target_passes": run["passes"], "draft_steps": run["proposed"],
         "acceptance": run["accepted"] / run["proposed"],

@@ -18,6 +18,7 @@ from ..engine.svg import Plot
 from ..models.train import evaluate
 from ..models.trainer import smooth
 from ..engine.widget import Partial, Trainable, Widget
+from ..engine.stages import stage
 
 MODEL = "mini"
 
@@ -43,23 +44,19 @@ HELDOUT = ("training.heldout", MODEL)  # its key among the results kept with the
 
 
 def heldout_loss() -> float:
-    """Held-out loss of the model in use: computed again only when the weights change."""
-    def make():
-        cfg, p, _ = pretrained.load(MODEL)
-        return evaluate(p, cfg, corpus.data()[1])
-    return pretrained.derived(HELDOUT, make)
+    """Held-out loss of the model in use (kept per weights: engine.stages.stage)."""
+    cfg, p, _ = pretrained.load(MODEL)
+    return evaluate(p, cfg, corpus.data()[1])
 
 
 def training():
     """The model the widgets use now (committed, or retrained in the browser): its losses.
     (`steps` and `seed` are the parameters of the next training run, not of this.) Staged
-    (engine.widget.Partial): the curve is at hand; the held-out loss, once per weights, is not."""
+    (engine.stages): the curve is at hand; the held-out loss, once per weights, is not."""
     cfg, p, history = pretrained.load(MODEL)
     out = {"params": gpt.n_params(p), "steps_trained": len(history), "bigram": corpus.bigram_bound(),
            "final_train_loss": float(smooth(history)[-1]), "history": history}
-    if not pretrained.has_derived(HELDOUT):
-        yield Partial(dict(out), 0.1, "la pèrdua sobre el text reservat")
-    heldout = heldout_loss()
+    heldout = yield from stage(HELDOUT, heldout_loss, Partial(dict(out), 0.1, "la pèrdua sobre el text reservat"))
     return out | {"heldout_loss": heldout, "beats_bigram": heldout < corpus.bigram_bound()}
 
 

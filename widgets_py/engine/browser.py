@@ -73,21 +73,22 @@ class Run:
 
     def __init__(self, name: str, params_json: str, layout: str = svg.WIDE.name):
         self.stages = registry.replies(name, json.loads(params_json), layout)  # figures for the layout shown
-        self.wait = None
+        self.awaited = None  # the helper's job the next stage reads (models.offload.Job)
 
     def advance(self) -> str:
         """JSON of the next stage: a partial reply (`partial: true`), or the final reply. The
-        worker waits for the helper's job a stage names (waiting()) before the next one."""
+        worker waits for the helper's job the next stage reads (waiting()) before it."""
         from ..models import offload
 
         with offload.waited():
             reply = next(self.stages)
-        self.wait = reply.pop("wait", None)
+        helper = session.current().helper  # engine.stages said which job, as the stage was yielded
+        self.awaited = helper.awaited if helper is not None else None  # this run's: another runs next turn
         return json.dumps(reply, ensure_ascii=False)
 
     def waiting(self) -> int | None:
-        """The id of the helper's job whose reply the next stage reads (models.offload), or None."""
-        return self.wait.id if self.wait is not None and not self.wait.taken else None
+        """The id of the helper's job whose reply the next stage reads, or None."""
+        return self.awaited.id if self.awaited is not None and not self.awaited.taken else None
 
 
 def connect(client) -> None:

@@ -215,8 +215,6 @@ def replies(name: str, raw: dict[str, Any] | None = None, layout: str = svg.WIDE
 
     def shown(part: Partial) -> dict:
         progress = {"partial": True, "done": part.done, "message": part.message}
-        if part.wait is not None:  # not JSON: browser.Run takes it out
-            progress["wait"] = part.wait
         return progress | _as_reply(name, _drawn(widget, params, part.state, partial=True, layouts=layouts))
     state = yield from mapped(_stages(widget, params), shown)
     yield _as_reply(name, _drawn(widget, params, state, layouts=layouts))

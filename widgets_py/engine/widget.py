@@ -18,7 +18,8 @@ shown. A drawing kept between calls (a memo) is kept per layout.
 
 A long `compute` (timing runs, several model evaluations) is a generator: it yields
 `Partial(state so far, fraction done, message)` between its stages and returns the final
-state. Python callers get the final state only; the browser worker shows each partial
+state; engine.stages builds such stages from what the widget computes (`stage`, kept in the
+memo; `evaluate_many`, independent results the engine may send to the kernel's helper). Python callers get the final state only; the browser worker shows each partial
 (its figure, the values it already has) and, between stages, lets other widgets' runs
 in and drops a run that a newer control change has made stale.
 """
@@ -48,7 +49,6 @@ class Partial:
     state: Any
     done: float  # fraction of the work done, 0..1
     message: str = ""  # Catalan: what it is computing now, for the widget's status line
-    wait: Any = None  # what the next stage reads from another worker (models.offload.Job): the worker waits for it
 
 
 def finish(generator) -> Any:

@@ -33,6 +33,7 @@ class Helper:
         self.client = client
         self.ids = itertools.count(1)
         self.waits = False
+        self.awaited = None  # the Job the next stage reads (engine.stages): the worker waits for it
 
 
 def connect(client) -> None:
@@ -59,8 +60,9 @@ def available() -> bool:
 
 @contextmanager
 def waited():
-    """Within the block, the caller waits for the job a stage carries (Partial.wait) before the
-    next stage (browser.Run, in the worker): only then do passes go to the helper."""
+    """Within the block, the caller waits for the job the next stage reads (Helper.awaited,
+    set by engine.stages) before that stage (browser.Run, in the worker): only then do
+    passes go to the helper."""
     helper = session.current().helper
     if helper is None:
         yield
@@ -99,7 +101,7 @@ class Recorder:
 
 class Job:
     """A recorded pass sent to the helper, under an id of its own: worker.js keeps its reply
-    and, before the stage that reads it, waits for it (engine.widget.Partial.wait). result()
+    and, before the stage that reads it, waits for it (Helper.awaited, engine.stages). result()
     fills the arrays the pass returned and finishes them, or computes the pass here if the
     reply is not there (failed, or late: worker.js stops waiting)."""
 
@@ -146,15 +148,15 @@ def _typed(kind, x: np.ndarray):
     return array
 
 
-def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int) -> Job | None:
-    """train.evaluate(p, cfg, data, tokens) as a helper's job, or None (no helper, or weights
-    the kernel does not take: evaluate here)."""
+def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int, then=lambda loss: loss) -> Job | None:
+    """then(train.evaluate(p, cfg, data, tokens)) as a helper's job, or None (no helper, or
+    weights the kernel does not take: evaluate here)."""
     helper = session.current().helper
     if helper is None or not gpt._kernel_takes(p["wte"]):
         return None
     recorder = Recorder()
     parts = gpt.loss_parts(sgemm.Kernel(recorder), p, cfg, *train.windows(cfg, data, tokens))
-    return Job(helper, recorder, lambda: gpt.nll(*parts), lambda: train.evaluate(p, cfg, data, tokens))
+    return Job(helper, recorder, lambda: then(gpt.nll(*parts)), lambda: then(train.evaluate(p, cfg, data, tokens)))
 
 
 def cancel(jobs) -> None:

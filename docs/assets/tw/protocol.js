@@ -46,6 +46,10 @@
     STEP: "step",
     REPLY: "reply",
     LAYOUT: "wide",
+    PARTIAL_MS: 80,
+    SHOW_MS: 200,
+    STEPS_PER_TURN: 5,
+    JOB_MS: 2000,
     CALLS: Object.freeze({
       RUN: "run",
       FIXED: "fixed",

@@ -9,6 +9,7 @@ const script = (name) => (VERSIONS.has(name) ? `${name}.js?v=${VERSIONS.get(name
 importScripts(script("protocol"));
 
 const P = self.tw.protocol;
+const { STEPS_PER_TURN, PARTIAL_MS, SHOW_MS, JOB_MS } = P; // how often it shows and yields (protocol.py SCHEDULE)
 /** @type {(message: TWFromWorker) => void} */
 const send = self.postMessage.bind(self); // lockdown.js takes self.postMessage from Python: this is ours
 const progress = (message, fraction) => send({ type: P.PROGRESS, message, fraction });
@@ -95,7 +96,6 @@ async function warmUp() {
  *  and takes their reads. A helper that never loads, or stops answering, is not used. */
 let helperPort = null;
 let helper = null; // its client, once connected
-const JOB_MS = 2000; // a job not back by then: the helper is gone, Python computes it itself
 function helperClient(/** @type {MessagePort} */ port) {
   const toHelper = (/** @type {TWToHelper} */ msg, /** @type {Transferable[]} */ transfer = []) => port.postMessage(msg, transfer);
   const pending = new Map(); // job id -> {reply: a promise of its reply, resolve}
@@ -174,9 +174,6 @@ async function betweenStages(run) {
   if (job != null) await helper.settled(job);
 }
 
-const STEPS_PER_TURN = 5; // training steps between two turns
-const PARTIAL_MS = 80; // a staged run shows its first partial, then at most one per this many ms
-const SHOW_MS = 200; // at most one training update shown per this many ms
 
 /** @type {{[call: string]: (payload: any, id: number) => any}} each typed as protocol.py's TWCalls */
 const CALLS = {
