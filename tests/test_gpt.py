@@ -90,6 +90,21 @@ def test_relu(rng):
     check(gpt.relu, gpt.relu_backward, (x,), rng)
 
 
+def test_gelu(rng):
+    x = 2 * rng.standard_normal((3, 7))
+    out, _ = gpt.gelu(x)
+    want = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))  # Hendrycks & Gimpel, eq. 2
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    check(gpt.gelu, gpt.gelu_backward, (x,), rng)
+
+
+def test_rmsnorm(rng):
+    x, w = rng.standard_normal((2, 3, 8)), rng.standard_normal(8)
+    out, _ = gpt.rmsnorm(x, w)
+    np.testing.assert_allclose(out, w * x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5), rtol=1e-12)
+    check(lambda x, w: gpt.rmsnorm(x, w), lambda d, c: gpt.rmsnorm_backward(d, c)[:2], (x, w), rng)
+
+
 def test_attention(rng):
     q, k, v = (rng.standard_normal((1, 2, 5, 4)) for _ in range(3))
     out, (_, _, _, att) = gpt.attention(q, k, v)
@@ -97,9 +112,14 @@ def test_attention(rng):
     check(gpt.attention, gpt.attention_backward, (q, k, v), rng)
 
 
+VARIANTS = {"relu-layernorm": {}, "gelu": {"activation": "gelu"}, "rmsnorm": {"norm": "rmsnorm"},
+            "gelu-rmsnorm": {"activation": "gelu", "norm": "rmsnorm"}}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("matmul", ["blas", "einsum"], indirect=True)  # float64: the kernel is float32
-def test_whole_model_gradients(rng, matmul):
-    cfg = gpt.GPTConfig(vocab=11, d=8, layers=2, heads=2, context=6)
+def test_whole_model_gradients(rng, matmul, variant):
+    cfg = gpt.GPTConfig(vocab=11, d=8, layers=2, heads=2, context=6, **VARIANTS[variant])
     p = {k: v.astype(np.float64) + 0.1 * rng.standard_normal(v.shape) for k, v in gpt.init(cfg, 1).items()}
     idx = rng.integers(0, 11, (2, 6))
     targets = rng.integers(0, 11, (2, 6))
@@ -218,19 +238,29 @@ def ref_mha(x, w_qkv, b_qkv, w_proj, b_proj, n_head):  # [n_seq, n_embd] -> [n_s
     return out @ w_proj + b_proj
 
 
-def ref_ffn(x, w_fc, b_fc, w_out, b_out):  # [n_seq, n_embd] -> [n_seq, n_embd]
-    return np.maximum(x @ w_fc + b_fc, 0) @ w_out + b_out
+def ref_gelu(x):  # picoGPT's, GPT-2's tanh approximation
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
 
-def ref_gpt(inputs, params, n_head, n_layer):  # [n_seq] -> [n_seq, n_vocab]
+def ref_rms_norm(x, g, eps=1e-5):  # Zhang & Sennrich 2019, eq. 4: no mean, no bias
+    return g * x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
+
+
+def ref_ffn(x, w_fc, b_fc, w_out, b_out, act=lambda h: np.maximum(h, 0)):  # [n_seq, n_embd] -> [n_seq, n_embd]
+    return act(x @ w_fc + b_fc) @ w_out + b_out
+
+
+def ref_gpt(inputs, params, n_head, n_layer, activation="relu", norm="layernorm"):  # [n_seq] -> [n_seq, n_vocab]
     P = {name: value.astype(np.float64) for name, value in params.items()}
+    act = {"relu": lambda h: np.maximum(h, 0), "gelu": ref_gelu}[activation]
+    ln = (lambda x, name: ref_layer_norm(x, P[name + ".w"], P[name + ".b"])) if norm == "layernorm" \
+        else (lambda x, name: ref_rms_norm(x, P[name + ".w"]))
     x = P["wte"][inputs] + ref_positions(len(inputs), P["wte"].shape[1])
     for i in range(n_layer):
         h = lambda name: P[f"h{i}.{name}"]  # noqa: E731
-        x = x + ref_mha(ref_layer_norm(x, h("ln1.w"), h("ln1.b")), h("qkv.w"), h("qkv.b"), h("proj.w"),
-                        h("proj.b"), n_head)
-        x = x + ref_ffn(ref_layer_norm(x, h("ln2.w"), h("ln2.b")), h("fc.w"), h("fc.b"), h("out.w"), h("out.b"))
-    return ref_layer_norm(x, P["lnf.w"], P["lnf.b"]) @ P["wte"].T
+        x = x + ref_mha(ln(x, f"h{i}.ln1"), h("qkv.w"), h("qkv.b"), h("proj.w"), h("proj.b"), n_head)
+        x = x + ref_ffn(ln(x, f"h{i}.ln2"), h("fc.w"), h("fc.b"), h("out.w"), h("out.b"), act)
+    return ln(x, "lnf") @ P["wte"].T
 
 
 def trained_like(cfg, seed):
@@ -249,7 +279,7 @@ ORACLE_RTOL, ORACLE_ATOL = 2e-4, 2e-4
 def oracle_case(cfg, seed):
     p = trained_like(cfg, seed)
     tokens = np.random.default_rng(seed).integers(0, cfg.vocab, cfg.context)
-    ref = ref_gpt(tokens, p, cfg.heads, cfg.layers)  # [T, V] float64
+    ref = ref_gpt(tokens, p, cfg.heads, cfg.layers, cfg.activation, cfg.norm)  # [T, V] float64
     assert np.abs(ref).max() > 1 and ref.std(-1).mean() > 0.3  # logits far from flat: the test has teeth
     return p, tokens, ref
 
@@ -408,3 +438,66 @@ def test_pretrained_weights_cannot_be_changed_in_place():
     _, p, _ = pretrained.load("mini")
     with pytest.raises(ValueError, match="read-only"):
         p["h0.qkv.w"][0, 0] = 1.0
+
+
+# ---- a variant of the model, written in Python only ------------------------------------------
+# GELU and RMSNorm are two lines of a GPTConfig: numpy's layers compute them on every backend
+# (the browser's products still go to the kernel); the kernel's whole passes know ReLU and
+# LayerNorm only, and refuse the rest (backend.refusal) instead of computing ReLU for a GELU.
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v != "relu-layernorm"])
+@pytest.mark.parametrize("cfg", ORACLE_CONFIGS[:2], ids=lambda c: f"d{c.d}L{c.layers}")
+def test_a_variant_runs_on_every_backend_and_matches_the_float64_reference(cfg, variant, matmul):
+    import dataclasses
+
+    cfg = dataclasses.replace(cfg, **VARIANTS[variant])
+    p, tokens, ref = oracle_case(cfg, 5)
+    atol = ORACLE_ATOL * np.abs(ref).max()
+    np.testing.assert_allclose(gpt.forward(p, cfg, tokens[None])[0], ref, rtol=ORACLE_RTOL, atol=atol)
+    np.testing.assert_allclose(gpt.hidden_states(p, cfg, tokens[None])[0] @ p["wte"].T, ref, rtol=ORACLE_RTOL, atol=atol)
+    logits, kv = gpt.extend(p, cfg, tokens[:-1])
+    np.testing.assert_allclose(np.concatenate([logits, gpt.extend(p, cfg, tokens[-1:], kv)[0]]), ref,
+                               rtol=ORACLE_RTOL, atol=atol)
+    np.testing.assert_allclose(gpt.next_logits(p, cfg, tokens), ref[-1], rtol=ORACLE_RTOL, atol=atol)
+    assert ("ln1.b" in "".join(p)) == (cfg.norm == "layernorm")  # RMSNorm has no bias to train
+
+
+def test_the_kernel_refuses_a_config_it_does_not_compute():
+    """The kernel's passes say which configs they run; any other is refused, with why, and
+    runs numpy's layers: never ReLU's pass for a GELU model, nor a new field ignored."""
+    import dataclasses
+
+    from widgets_py.models import backend
+
+    base = gpt.GPTConfig(vocab=9)
+    assert backend.refusal(base) is None
+    assert backend.refusal(dataclasses.replace(base, activation="gelu")) == \
+        "GPTConfig.activation='gelu': the kernel computes 'relu' only"
+    assert "norm='rmsnorm'" in backend.refusal(dataclasses.replace(base, norm="rmsnorm"))
+
+    @dataclasses.dataclass(frozen=True)
+    class WithRope(gpt.GPTConfig):
+        rope: bool = True  # a field added to the model, not to the kernel
+
+    assert backend.refusal(WithRope(vocab=9)) == "GPTConfig.rope: a field the kernel does not know"
+    with pytest.raises(ValueError, match="allowed relu, gelu"):
+        gpt.GPTConfig(vocab=9, activation="swish")
+
+
+def test_a_refused_config_never_reaches_the_kernels_passes(rng):
+    """On the browser's backend (wasmtime), a GELU model's forward, loss and extension run
+    numpy's layers: the kernel's whole passes are not called, its products are."""
+    from wasm_host import kernel
+
+    cfg = gpt.GPTConfig(vocab=11, d=8, layers=1, heads=2, context=6, activation="gelu")
+    p = trained_like(cfg, 3)
+    k, called = kernel(), []
+    for name in ("forward", "forward_kept", "head", "loss", "extend", "backward", "nn", "tn"):
+        method = getattr(k, name)
+        setattr(k, name, lambda *a, _m=method, _n=name, **kw: called.append(_n) or _m(*a, **kw))
+    idx = rng.integers(0, 11, (4, 6))
+    with Session(backend=Backend(kernel=k, einsum=True, kernel_macs=0)).active():  # every product to the kernel
+        gpt.backward(p, cfg, gpt.forward(p, cfg, idx, idx)[2])
+        gpt.loss(p, cfg, idx, idx)
+        gpt.extend(p, cfg, [1, 2, 3])
+    assert set(called) == {"nn", "tn"}, called

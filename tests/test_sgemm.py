@@ -185,7 +185,7 @@ def test_the_forward_is_numpys_in_float64_within_rounding(batch, t, heads, hs, l
     ref = x.astype(np.float64)
     p64 = {k: v.astype(np.float64) for k, v in p.items()}
     for i in range(layers):
-        ref, _, _ = gpt.block(p64, i, ref, heads)
+        ref, _, _ = gpt.block(p64, i, ref, cfg)
     ref = gpt.layernorm(ref, p64["lnf.w"], p64["lnf.b"])[0]
     assert got.shape == x.shape and got.dtype == np.float32
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
@@ -220,7 +220,7 @@ def test_the_forward_after_a_kv_cache_is_numpys_in_float64(past, t, heads, hs, l
     p64 = {k: v.astype(np.float64) for k, v in p.items()}
     ref = x.astype(np.float64)
     for i in range(layers):
-        ref, (k, v), _ = gpt.block(p64, i, ref, heads, None if kv is None else kv[i])
+        ref, (k, v), _ = gpt.block(p64, i, ref, cfg, None if kv is None else kv[i])
         np.testing.assert_allclose(fresh[i, 0], k[..., past:, :], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(fresh[i, 1], v[..., past:, :], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got, gpt.layernorm(ref, p64["lnf.w"], p64["lnf.b"])[0], rtol=1e-4, atol=1e-4)

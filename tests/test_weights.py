@@ -24,7 +24,9 @@ def test_manifest_pins_every_model_file_corpus_and_config():
     for name, entry in m["models"].items():
         data = (pretrained.WEIGHTS / f"{name}.npz").read_bytes()
         assert entry["sha256"] == hashlib.sha256(data).hexdigest() and entry["bytes"] == len(data), name
-        assert entry["config"] == dataclasses.asdict(pretrained.specs()[name][0]), name
+        cfg = pretrained.specs()[name][0]
+        assert entry["config"] == pretrained.spec_record(name)["config"], name
+        assert dataclasses.replace(cfg, **entry["config"]) == cfg, name  # every field: the others at their defaults
         assert entry["steps_trained"] == pretrained.specs()[name][1].steps, name
     total = sum(e["bytes"] for e in m["models"].values())
     assert total < 1_000_000, f"weights {total} bytes: a few hundred KB is the budget"

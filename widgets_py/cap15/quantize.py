@@ -76,7 +76,7 @@ def activation_maxima(p: dict, cfg: gpt.GPTConfig) -> dict[str, np.ndarray]:
     _, _, (*_, caches) = gpt.forward(p, cfg, x, data[-n:].reshape(-1, cfg.context))
     out = {}
     for i, c in enumerate(caches):
-        for lin, cache in (("qkv", c[1]), ("fc", c[5])):
+        for lin, cache in (("qkv", c.qkv), ("fc", c.fc)):
             out[f"h{i}.{lin}.w"] = np.abs(cache[0]).reshape(-1, cfg.d).max(0)  # [N, T, C] -> [C]
     return out
 

@@ -17,6 +17,7 @@ browser's path on wasmtime) and run under a session that holds it.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 
@@ -29,6 +30,27 @@ from . import sgemm
 # wins from about this many multiply-adds (measured in Pyodide: 8-16 rows × 32 × 96 break even)
 KERNEL_MACS = 1 << 15
 PACKED_MAX = 16  # parameter dicts kept packed (gpt.packed)
+
+
+# What sgemm.wat's whole passes compute (forward, training's forward and backward, the cache's
+# extension, the loss head): a config whose every field is a size, or one of these choices,
+# runs there; any other is refused (`refusal` says why) and runs numpy's layers, its products
+# still on the kernel. A field added to GPTConfig is refused until the kernel implements it.
+SIZES = ("vocab", "d", "layers", "heads", "context", "mlp")  # the passes take them as arguments
+FUSED = {"activation": "relu", "norm": "layernorm"}
+
+
+def refusal(cfg) -> str | None:
+    """Why the kernel's passes cannot run `cfg` (a gpt.GPTConfig), or None if they can."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name in SIZES:
+            continue
+        if f.name not in FUSED:
+            return f"GPTConfig.{f.name}: a field the kernel does not know"
+        if value != FUSED[f.name]:
+            return f"GPTConfig.{f.name}={value!r}: the kernel computes {FUSED[f.name]!r} only"
+    return None
 
 
 @dataclass(eq=False)
@@ -47,6 +69,10 @@ class Backend:
     def takes(self, *xs: np.ndarray) -> bool:
         """Whether the kernel runs on these arrays (float32 only: the tests' float64 model runs numpy)."""
         return self.kernel is not None and all(x.dtype == np.float32 for x in xs)
+
+    def runs(self, cfg, *xs: np.ndarray) -> bool:
+        """Whether a whole pass of model `cfg` on these arrays runs in the kernel (refusal: why not)."""
+        return self.takes(*xs) and refusal(cfg) is None
 
 
 def for_runtime() -> Backend:

@@ -14,9 +14,11 @@ hold the kernel to the numpy layers in float64.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,6 +33,13 @@ class GPTConfig:
     heads: int = 4  # attention heads (d must divide evenly)
     context: int = 32  # training window, tokens
     mlp: int = 4  # MLP hidden width = mlp * d
+    activation: str = "relu"  # the MLP's: "relu", or "gelu" (GPT-2's tanh approximation)
+    norm: str = "layernorm"  # "layernorm" (weight and bias), or "rmsnorm" (Zhang & Sennrich 2019: weight only)
+
+    def __post_init__(self):
+        for field, allowed in (("activation", ACTIVATIONS), ("norm", NORMS)):
+            if getattr(self, field) not in allowed:
+                raise ValueError(f"GPTConfig.{field}={getattr(self, field)!r}: allowed {', '.join(allowed)}")
 
 
 def init(cfg: GPTConfig, seed: int) -> dict[str, np.ndarray]:
@@ -49,7 +58,10 @@ def init(cfg: GPTConfig, seed: int) -> dict[str, np.ndarray]:
             f"h{i}.fc.w": normal(d, h), f"h{i}.fc.b": np.zeros(h, np.float32),
             f"h{i}.out.w": normal(h, d, std=proj_std), f"h{i}.out.b": np.zeros(d, np.float32),
         }
-    return p | {"lnf.w": np.ones(d, np.float32), "lnf.b": np.zeros(d, np.float32)}
+    p |= {"lnf.w": np.ones(d, np.float32), "lnf.b": np.zeros(d, np.float32)}
+    if cfg.norm == "rmsnorm":  # no bias: RMSNorm scales only
+        p = {k: v for k, v in p.items() if not k.endswith(("ln1.b", "ln2.b", "lnf.b"))}
+    return p
 
 
 def n_params(p: dict[str, np.ndarray]) -> int:
@@ -84,10 +96,6 @@ FEW_ROWS = 4  # up to this many rows (a decode step), matmul's small fixed cost 
 def matmul_path() -> str:
     """Which products this session uses: "blas" (natively), "wasm-simd" or "einsum" (Pyodide)."""
     return backend.current().path
-
-
-def _kernel_takes(*xs) -> bool:
-    return backend.current().takes(*xs)
 
 
 def _product(a2, b=None, bt=None):
@@ -181,6 +189,52 @@ def relu_backward(dout, on):
     return dout * on
 
 
+GELU_C = math.sqrt(2 / math.pi)  # a Python float: float32 stays float32
+
+
+def gelu(x):
+    """GPT-2's GELU, the tanh approximation (Hendrycks & Gimpel 2016, eq. 2): a config's choice."""
+    t = np.tanh(GELU_C * (x + 0.044715 * x * x * x))
+    return 0.5 * x * (1 + t), (x, t)
+
+
+def gelu_backward(dout, cache):
+    x, t = cache
+    return dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * 0.044715 * x * x))
+
+
+def rmsnorm(x, w, b=None, eps=1e-5):
+    """RMSNorm (Zhang & Sennrich 2019): x / rms(x) * w, no centring and no bias (b is None)."""
+    rstd = 1.0 / np.sqrt(_mean(x * x) + eps)  # [..., 1]
+    norm = x * rstd  # [..., C]
+    return norm * w, (norm, w, rstd)
+
+
+def rmsnorm_backward(dout, cache):
+    norm, w, rstd = cache
+    dnorm = dout * w  # [..., C]
+    dx = rstd * (dnorm - norm * _mean(dnorm * norm))
+    return dx, np.add.reduce(dout * norm, axis=tuple(range(dout.ndim - 1))), None
+
+
+# A config's choices: name -> (forward, backward). Layer norm's backward gives (dx, dw, db);
+# RMSNorm's db is None (it has no bias).
+ACTIVATIONS = {"relu": (relu, relu_backward), "gelu": (gelu, gelu_backward)}
+NORMS = {"layernorm": (layernorm, layernorm_backward), "rmsnorm": (rmsnorm, rmsnorm_backward)}
+
+
+def normed(p, name: str, x, cfg: GPTConfig):
+    """The config's norm of x with the parameters `name`.w (and .b): (out, cache)."""
+    return NORMS[cfg.norm][0](x, p[f"{name}.w"], p.get(f"{name}.b"))
+
+
+def normed_backward(dout, cache, name: str, cfg: GPTConfig, grads):
+    dx, grads[f"{name}.w"], db = NORMS[cfg.norm][1](dout, cache)
+    if db is not None:
+        grads[f"{name}.b"] = db
+    return dx
+
+
 @lru_cache(maxsize=64)
 def causal_mask(tq: int, tk: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
     """[Tq, Tk] additive mask, 0 where query i may see key j (j <= i + offset) and -inf
@@ -222,11 +276,24 @@ def merge_heads(x):  # [B, H, T, hs] -> [B, T, H*hs]
 
 # ---- the model ----------------------------------------------------------------------
 
-def block(p, i, x, heads, kv=None, last=False):
+class BlockCache(NamedTuple):
+    """What block()'s backward reads: each layer's cache, by name."""
+    ln1: tuple
+    qkv: tuple  # (input, weight): quantize's activation maxima read the input
+    att: tuple
+    proj: tuple
+    ln2: tuple
+    fc: tuple
+    act: tuple | np.ndarray
+    out: tuple
+
+
+def block(p, i, x, cfg: GPTConfig, kv=None, last=False):
     """One transformer block. kv: (k_past, v_past) [B, H, Tpast, hs] or None. last: only the
     last position's output is wanted: keys and values come from every position, the query,
     the projection and the MLP from the last one alone (x [B, T, C] -> [B, 1, C])."""
-    a, c_ln1 = layernorm(x, p[f"h{i}.ln1.w"], p[f"h{i}.ln1.b"])
+    heads = cfg.heads
+    a, c_ln1 = normed(p, f"h{i}.ln1", x, cfg)
     qkv, c_qkv = linear(a, p[f"h{i}.qkv.w"], p[f"h{i}.qkv.b"])  # [B, T, C] -> [B, T, 3C]
     c = qkv.shape[-1] // 3
     q, k, v = (split_heads(qkv[..., j * c:(j + 1) * c], heads) for j in range(3))  # np.split's views
@@ -239,11 +306,11 @@ def block(p, i, x, heads, kv=None, last=False):
     y, c_att = attention(q, k, v, causal_offset=past)
     o, c_proj = linear(merge_heads(y), p[f"h{i}.proj.w"], p[f"h{i}.proj.b"])
     x = x + o
-    m, c_ln2 = layernorm(x, p[f"h{i}.ln2.w"], p[f"h{i}.ln2.b"])
+    m, c_ln2 = normed(p, f"h{i}.ln2", x, cfg)
     hdn, c_fc = linear(m, p[f"h{i}.fc.w"], p[f"h{i}.fc.b"])  # [B, T, C] -> [B, T, 4C]
-    act, c_relu = relu(hdn)
+    act, c_act = ACTIVATIONS[cfg.activation][0](hdn)
     out, c_out = linear(act, p[f"h{i}.out.w"], p[f"h{i}.out.b"])  # [B, T, 4C] -> [B, T, C]
-    return x + out, (k, v), (c_ln1, c_qkv, c_att, c_proj, c_ln2, c_fc, c_relu, c_out)
+    return x + out, (k, v), BlockCache(c_ln1, c_qkv, c_att, c_proj, c_ln2, c_fc, c_act, c_out)
 
 
 class Resident(Sequence):
@@ -279,23 +346,21 @@ def _kept_cache(p, i, kept: dict, heads: int) -> tuple:
     qkv, c = kept["qkv"], kept["qkv"].shape[-1] // 3
     q, k, v = (split_heads(qkv[..., j * c:(j + 1) * c], heads) for j in range(3))
     act = kept["act"]
-    return ((kept["norm1"], p[f"h{i}.ln1.w"], kept["rstd1"]), (kept["a"], p[f"h{i}.qkv.w"]), (q, k, v, kept["att"]),
-            (kept["y"], p[f"h{i}.proj.w"]), (kept["norm2"], p[f"h{i}.ln2.w"], kept["rstd2"]),
-            (kept["m"], p[f"h{i}.fc.w"]), act > 0, (act, p[f"h{i}.out.w"]))
+    return BlockCache((kept["norm1"], p[f"h{i}.ln1.w"], kept["rstd1"]), (kept["a"], p[f"h{i}.qkv.w"]),
+                      (q, k, v, kept["att"]), (kept["y"], p[f"h{i}.proj.w"]), (kept["norm2"], p[f"h{i}.ln2.w"], kept["rstd2"]),
+                      (kept["m"], p[f"h{i}.fc.w"]), act > 0, (act, p[f"h{i}.out.w"]))  # ReLU's mask: the kernel's only activation
 
 
-def block_backward(p, i, dx, cache, heads, grads):
-    c_ln1, c_qkv, c_att, c_proj, c_ln2, c_fc, c_relu, c_out = cache
-    dact, grads[f"h{i}.out.w"], grads[f"h{i}.out.b"] = linear_backward(dx, c_out)
-    dm, grads[f"h{i}.fc.w"], grads[f"h{i}.fc.b"] = linear_backward(relu_backward(dact, c_relu), c_fc)
-    dln2, grads[f"h{i}.ln2.w"], grads[f"h{i}.ln2.b"] = layernorm_backward(dm, c_ln2)
-    dx = dx + dln2  # residual
-    dy, grads[f"h{i}.proj.w"], grads[f"h{i}.proj.b"] = linear_backward(dx, c_proj)
-    dq, dk, dv = attention_backward(split_heads(dy, heads), c_att)
+def block_backward(p, i, dx, cache: BlockCache, cfg: GPTConfig, grads):
+    dact, grads[f"h{i}.out.w"], grads[f"h{i}.out.b"] = linear_backward(dx, cache.out)
+    dhdn = ACTIVATIONS[cfg.activation][1](dact, cache.act)
+    dm, grads[f"h{i}.fc.w"], grads[f"h{i}.fc.b"] = linear_backward(dhdn, cache.fc)
+    dx = dx + normed_backward(dm, cache.ln2, f"h{i}.ln2", cfg, grads)  # residual
+    dy, grads[f"h{i}.proj.w"], grads[f"h{i}.proj.b"] = linear_backward(dx, cache.proj)
+    dq, dk, dv = attention_backward(split_heads(dy, cfg.heads), cache.att)
     dqkv = np.concatenate([merge_heads(dq), merge_heads(dk), merge_heads(dv)], -1)
-    da, grads[f"h{i}.qkv.w"], grads[f"h{i}.qkv.b"] = linear_backward(dqkv, c_qkv)
-    dln1, grads[f"h{i}.ln1.w"], grads[f"h{i}.ln1.b"] = layernorm_backward(da, c_ln1)
-    return dx + dln1
+    da, grads[f"h{i}.qkv.w"], grads[f"h{i}.qkv.b"] = linear_backward(dqkv, cache.qkv)
+    return dx + normed_backward(da, cache.ln1, f"h{i}.ln1", cfg, grads)
 
 
 KERNEL_ORDER = ("ln1.w", "ln1.b", "qkv.w", "qkv.b", "proj.w", "proj.b", "ln2.w", "ln2.b", "fc.w", "fc.b", "out.w", "out.b")
@@ -329,17 +394,17 @@ def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
     (tens of microseconds, some forty calls per block) outweighs this model's arithmetic."""
     x = p["wte"][idx] + positions(0, idx.shape[-1], cfg.d)  # [B, T, C]
     be = backend.current()
-    if be.takes(x, p["wte"]):
+    if be.runs(cfg, x, p["wte"]):
         return be.kernel.forward(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d)
     for i in range(cfg.layers):
-        x, _, _ = block(p, i, x, cfg.heads)
-    return layernorm(x, p["lnf.w"], p["lnf.b"])[0]
+        x, _, _ = block(p, i, x, cfg)
+    return normed(p, "lnf", x, cfg)[0]
 
 
 def loss(p, cfg: GPTConfig, idx, targets) -> float:
     """Mean cross-entropy of targets [B, T] after idx [B, T]: forward's loss, no caches kept."""
     be = backend.current()
-    if be.takes(p["wte"]):  # in the browser the head too runs where the forward left its output
+    if be.runs(cfg, p["wte"]):  # in the browser the head too runs where the forward left its output
         return nll(*loss_parts(be.kernel, p, cfg, idx, targets))
     return _cross_entropy(mm_nt(hidden_states(p, cfg, idx), p["wte"]), targets)[0]
 
@@ -386,7 +451,7 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     b, t = idx.shape
     x = p["wte"][idx] + positions(0, t, cfg.d)  # [B, T, C]
     kernel = backend.current().kernel
-    if backend.current().takes(x, p["wte"]):  # in the browser every block in one call, keeping the backward's inputs there
+    if backend.current().runs(cfg, x, p["wte"]):  # in the browser every block in one call, keeping the backward's inputs there
         weights = packed(p, cfg)
         xf, kept = kernel.forward_kept(x, weights, cfg.heads, cfg.layers, cfg.mlp * cfg.d)
         caches = Resident(kernel, p, kept, cfg.heads, weights)
@@ -397,9 +462,9 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     else:
         caches = []
         for i in range(cfg.layers):
-            x, _, c = block(p, i, x, cfg.heads)
+            x, _, c = block(p, i, x, cfg)
             caches.append(c)
-        xf, c_lnf = layernorm(x, p["lnf.w"], p["lnf.b"])
+        xf, c_lnf = normed(p, "lnf", x, cfg)
     logits = mm_nt(xf, p["wte"])  # [B, T, C] -> [B, T, V], tied head
     if targets is None:
         return logits
@@ -425,9 +490,9 @@ def backward(p, cfg: GPTConfig, cache) -> dict[str, np.ndarray]:
     dlogits /= targets.size  # [B, T, V]
     grads = {"wte": mm_tn(dlogits.reshape(-1, cfg.vocab), xf.reshape(-1, cfg.d))}  # tied head
     dxf = mm(dlogits, p["wte"])  # [B, T, C]
-    dx, grads["lnf.w"], grads["lnf.b"] = layernorm_backward(dxf, c_lnf)
+    dx = normed_backward(dxf, c_lnf, "lnf", cfg, grads)
     for i in reversed(range(cfg.layers)):
-        dx = block_backward(p, i, dx, caches[i], cfg.heads, grads)
+        dx = block_backward(p, i, dx, caches[i], cfg, grads)
     np.add.at(grads["wte"], idx, dx)  # embedding lookup: accumulate into the rows used
     return grads
 
@@ -461,7 +526,7 @@ def extend(p, cfg: GPTConfig, tokens, kv=None):
     past = 0 if kv is None else kv[0][0].shape[-2]
     x = p["wte"][np.asarray(tokens)][None] + positions(past, len(tokens), cfg.d)  # [1, T, C]
     be = backend.current()
-    if be.takes(x, p["wte"]):  # in the browser every block in one call, the cache in and out
+    if be.runs(cfg, x, p["wte"]):  # in the browser every block in one call, the cache in and out
         xf, fresh = be.kernel.extend(x, packed(p, cfg), cfg.heads, cfg.layers, cfg.mlp * cfg.d, kv)  # [L, 2, 1, H, T, hs]
         if kv is None:
             return mm_nt(xf, p["wte"])[0], [(k, v) for k, v in fresh]
@@ -469,9 +534,9 @@ def extend(p, cfg: GPTConfig, tokens, kv=None):
                                         for i, (k, v) in enumerate(kv)]
     new = []
     for i in range(cfg.layers):
-        x, layer_kv, _ = block(p, i, x, cfg.heads, None if kv is None else kv[i])
+        x, layer_kv, _ = block(p, i, x, cfg, None if kv is None else kv[i])
         new.append(layer_kv)
-    xf, _ = layernorm(x, p["lnf.w"], p["lnf.b"])
+    xf, _ = normed(p, "lnf", x, cfg)
     return mm_nt(xf, p["wte"])[0], new  # [T, V]
 
 
@@ -479,10 +544,10 @@ def next_logits(p, cfg: GPTConfig, tokens) -> np.ndarray:
     """Logits [V] of the token after `tokens` (at positions 0..T-1), with no cache kept:
     extend(tokens)[0][-1], but the last block and the head run for the last position only
     (a generator sliding its window recomputes the window at every token)."""
-    if backend.current().kernel is not None:  # the whole window in one call: cheaper than the last-row shortcut
+    if backend.current().runs(cfg, p["wte"]):  # the whole window in one call: cheaper than the last-row shortcut
         return mm_nt(hidden_states(p, cfg, np.asarray(tokens)[None])[:, -1], p["wte"])[0]
     x = p["wte"][np.asarray(tokens)][None] + positions(0, len(tokens), cfg.d)  # [1, T, C]
     for i in range(cfg.layers):
-        x, _, _ = block(p, i, x, cfg.heads, last=i == cfg.layers - 1)  # the last: [1, 1, C]
-    xf, _ = layernorm(x, p["lnf.w"], p["lnf.b"])
+        x, _, _ = block(p, i, x, cfg, last=i == cfg.layers - 1)  # the last: [1, 1, C]
+    xf, _ = normed(p, "lnf", x, cfg)
     return mm_nt(xf, p["wte"])[0, -1]  # [V]

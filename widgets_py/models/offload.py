@@ -152,7 +152,7 @@ def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int, then=lambda l
     """then(train.evaluate(p, cfg, data, tokens)) as a helper's job, or None (no helper, or
     weights the kernel does not take: evaluate here)."""
     helper = session.current().helper
-    if helper is None or not gpt._kernel_takes(p["wte"]):
+    if helper is None or not backend.current().runs(cfg, p["wte"]):
         return None
     recorder = Recorder()
     parts = gpt.loss_parts(sgemm.Kernel(recorder), p, cfg, *train.windows(cfg, data, tokens))

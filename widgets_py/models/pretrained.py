@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..engine import session
-from . import corpus, gpt, train
+from . import backend, corpus, gpt, train
 
 WEIGHTS = Path(__file__).resolve().parent / "weights"  # package data: shipped in the bundle
 MANIFEST = WEIGHTS / "manifest.json"
@@ -57,7 +57,11 @@ def corpus_sha256() -> str:
 def spec_record(name: str) -> dict:
     """What the manifest pins about how a model was made: its config and training config."""
     cfg, tc = specs()[name]
-    return {"config": dataclasses.asdict(cfg), "train": dataclasses.asdict(tc)}
+    # a choice at its default (ReLU, LayerNorm: what the shipped models use) is not written,
+    # so the manifest of a model trained before the choice existed still matches
+    config = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+              if f.name in backend.SIZES or getattr(cfg, f.name) != f.default}
+    return {"config": config, "train": dataclasses.asdict(tc)}
 
 
 # ---- the artefact: npz files and their manifest ----------------------------------------
