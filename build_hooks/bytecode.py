@@ -103,6 +103,7 @@ REGISTRY = "widgets_py.engine.registry"  # names() and get(): every widget, and 
 PACKAGE_IMPORTS = """\
 import importlib, json
 import {entry} as entry
+entry.prepare()  # as worker.js: numpy, and the worker's session (engine.session)
 for name in json.loads(entry.modules()):
     entry.warm(name)
 for i in range(entry.warm_steps()):

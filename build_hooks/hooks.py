@@ -53,7 +53,10 @@ class Textbook:
         sys.path.insert(0, root)
         for name in list(sys.modules):
             if name.split(".")[0] in ("widgets_py", "build_hooks") and (name != "build_hooks" or not _within(sys.modules[name], root)):
-                del sys.modules[name]
+                gone = sys.modules.pop(name)
+                parent, _, child = name.rpartition(".")
+                if getattr(sys.modules.get(parent), child, None) is gone:  # the kept build_hooks package
+                    delattr(sys.modules[parent], child)  # else `from . import reference` gives the old module
         importlib.invalidate_caches()
         self.running.close()  # a build that ended in an error left its session active
         self.running.enter_context(importlib.import_module("widgets_py.engine.session").Session().active())

@@ -158,3 +158,16 @@ def test_every_widget_answers_with_the_helper_connected(kernelled):
     connected()
     for name in registry.names():
         assert registry.reply(name, {})["values"]
+
+
+def test_a_run_never_waits_for_another_run_s_job(kernelled):
+    """Between two of quantize's stages (its next one reads a helper's job), a run of another
+    widget takes a turn: it has no job to wait for (the job belongs to quantize's stage)."""
+    helper = connected("never")
+    quantize_run = browser.Run("quantize", '{"group": 16}')
+    for _ in range(4):
+        quantize_run.advance()
+    assert quantize_run.waiting() == helper.jobs[0]
+    other = browser.Run("training", "{}")
+    other.advance()
+    assert other.waiting() is None and quantize_run.waiting() == helper.jobs[0]

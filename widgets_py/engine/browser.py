@@ -80,10 +80,12 @@ class Run:
         worker waits for the helper's job the next stage reads (waiting()) before it."""
         from ..models import offload
 
+        helper = session.current().helper
+        if helper is not None:
+            helper.awaited = None  # what another run's stage left there is not this run's
         with offload.waited():
             reply = next(self.stages)
-        helper = session.current().helper  # engine.stages said which job, as the stage was yielded
-        self.awaited = helper.awaited if helper is not None else None  # this run's: another runs next turn
+        self.awaited = helper.awaited if helper is not None else None  # this stage's (engine.stages), kept: another run goes next turn
         return json.dumps(reply, ensure_ascii=False)
 
     def waiting(self) -> int | None:

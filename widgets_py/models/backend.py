@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -40,6 +41,7 @@ SIZES = ("vocab", "d", "layers", "heads", "context", "mlp")  # the passes take t
 FUSED = {"activation": "relu", "norm": "layernorm"}
 
 
+@lru_cache(maxsize=64)  # asked at every pass (a decode step's): configs are frozen
 def refusal(cfg) -> str | None:
     """Why the kernel's passes cannot run `cfg` (a gpt.GPTConfig), or None if they can."""
     for f in dataclasses.fields(cfg):
