@@ -29,6 +29,7 @@ import book  # noqa: E402
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path  # noqa: E402
 
 from widgets_py import run  # noqa: E402
+from widgets_py.engine.session import Session  # noqa: E402
 
 GOAL_MEDIAN_MS, GOAL_P95_MS = 100.0, 250.0  # issue 13, per widget
 MEASURE = """async ([sel, name, values]) => {
@@ -144,4 +145,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Session().active():  # one session for every CPython call, as the worker keeps one
+        main()
