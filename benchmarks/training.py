@@ -15,7 +15,7 @@ run, in Chromium just before and just after each training (the machine is shared
 speed drifts: `--rounds` trainings, each between its own two peaks, and the goal is judged
 on the median round's share), as the step's FLOPs over the sum of each shape's best time, twice: with
 numpy's ways (`@`, einsum row-wise, einsum dot-wise) and with the WebAssembly SIMD kernel
-the training multiplies with (widgets_py/models/sgemm). Goals (issue 13): >= 50 % of the
+the training multiplies with (widgets_py/models/kernel.py). Goals (issue 13): >= 50 % of the
 peak, and 500 steps in <= 15 s.
 """
 
@@ -50,8 +50,8 @@ GOAL_500_STEPS_S = 15.0
 
 PEAK = """
 import time, numpy as np  # `shapes` is given (peak_code)
-from widgets_py.models import sgemm
-kernel, _ = sgemm.browser_kernel()
+from widgets_py.models import kernel as wasm
+kernel, _ = wasm.browser_kernel()
 rng = np.random.default_rng(0)
 def best(f, reps=5, inner=4):
     out = []

@@ -49,10 +49,14 @@ class Wheel:
     sha256: str
 
 
+SOURCES_ONLY = (".pyc", ".c", ".h")  # caches, and the kernel's C: the wheel ships its build (kernel.wasm)
+
+
 def package_files(package: Path = PACKAGE) -> dict[str, Path]:
-    """Archive name -> path: every file of the package (code, weights, corpus), no caches."""
+    """Archive name -> path: every file of the package (code, weights, corpus, the kernel's
+    binary), no caches."""
     return {p.relative_to(package.parent).as_posix(): p for p in sorted(package.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix not in SOURCES_ONLY}
 
 
 def zip_entry(name: str) -> zipfile.ZipInfo:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from widgets_py.engine.session import Session
-from widgets_py.models import gpt
+from widgets_py.models import gpt, layers
 from widgets_py.models.backend import Backend
 
 RTOL = 1e-5  # relative error allowed between analytic and numeric gradients (float64)
@@ -47,14 +47,10 @@ def matmul(request, monkeypatch):
     if request.param == "wasm":
         from wasm_host import kernel
         k = kernel()
-        calls = []
-        for name in ("_product", "_blocks"):  # the products, and inference's every block in one call
-            method = getattr(k, name)
-            monkeypatch.setattr(k, name, lambda *a, _m=method, **kw: calls.append(a[2:]) or _m(*a, **kw))
-        # kernel_macs 0: the small products too (attention's per head)
+        # kernel_macs 0: every product outside a pass too (a head's logits)
         with Session(backend=Backend(kernel=k, einsum=True, kernel_macs=0)).active():
             yield request.param
-        assert calls, "the kernel was never called"
+        assert k.host.calls, "the kernel was never called"
     else:
         with Session(backend=Backend(einsum=request.param != "blas")).active():
             yield request.param
@@ -74,42 +70,42 @@ def check(forward, backward, inputs, rng):
 
 def test_layernorm(rng):
     x, w, b = rng.standard_normal((2, 3, 8)), rng.standard_normal(8), rng.standard_normal(8)
-    out, _ = gpt.layernorm(x, w, b)
+    out, _ = layers.layernorm(x, w, b)
     assert np.allclose(((out - b) / w).mean(-1), 0, atol=1e-7)
-    check(gpt.layernorm, gpt.layernorm_backward, (x, w, b), rng)
+    check(layers.layernorm, layers.layernorm_backward, (x, w, b), rng)
 
 
 def test_linear(rng):
-    check(gpt.linear, gpt.linear_backward, (rng.standard_normal((2, 3, 5)), rng.standard_normal((5, 4)),
+    check(layers.linear, layers.linear_backward, (rng.standard_normal((2, 3, 5)), rng.standard_normal((5, 4)),
                                             rng.standard_normal(4)), rng)
 
 
 def test_relu(rng):
     x = rng.standard_normal((3, 7))
     x[np.abs(x) < 1e-3] = 0.5  # keep away from the kink, where the derivative is undefined
-    check(gpt.relu, gpt.relu_backward, (x,), rng)
+    check(layers.relu, layers.relu_backward, (x,), rng)
 
 
 def test_gelu(rng):
     x = 2 * rng.standard_normal((3, 7))
-    out, _ = gpt.gelu(x)
+    out, _ = layers.gelu(x)
     want = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))  # Hendrycks & Gimpel, eq. 2
     np.testing.assert_allclose(out, want, rtol=1e-12)
-    check(gpt.gelu, gpt.gelu_backward, (x,), rng)
+    check(layers.gelu, layers.gelu_backward, (x,), rng)
 
 
 def test_rmsnorm(rng):
     x, w = rng.standard_normal((2, 3, 8)), rng.standard_normal(8)
-    out, _ = gpt.rmsnorm(x, w)
+    out, _ = layers.rmsnorm(x, w)
     np.testing.assert_allclose(out, w * x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5), rtol=1e-12)
-    check(lambda x, w: gpt.rmsnorm(x, w), lambda d, c: gpt.rmsnorm_backward(d, c)[:2], (x, w), rng)
+    check(lambda x, w: layers.rmsnorm(x, w), lambda d, c: layers.rmsnorm_backward(d, c)[:2], (x, w), rng)
 
 
 def test_attention(rng):
     q, k, v = (rng.standard_normal((1, 2, 5, 4)) for _ in range(3))
-    out, (_, _, _, att) = gpt.attention(q, k, v)
+    out, (_, _, _, att) = layers.attention(q, k, v)
     assert np.allclose(np.triu(att[0, 0], 1), 0)  # causal: no weight on future keys
-    check(gpt.attention, gpt.attention_backward, (q, k, v), rng)
+    check(layers.attention, layers.attention_backward, (q, k, v), rng)
 
 
 VARIANTS = {"relu-layernorm": {}, "gelu": {"activation": "gelu"}, "rmsnorm": {"norm": "rmsnorm"},
@@ -148,10 +144,10 @@ def test_float32_gradients_are_float64s_within_rounding(rng, matmul):
 
 
 def test_the_kernels_training_forward_keeps_numpys_caches(rng):
-    """In the browser gpt.forward runs every block in one kernel call and leaves what the
-    backward reads in the kernel's memory; read out as block()'s caches, every cached array
-    (norms, rstds, inputs of each product, attention weights, ReLU masks) is the float64
-    numpy forward's within rounding."""
+    """In the browser gpt.forward runs a training forward in one kernel call and leaves what
+    each backward reads in the kernel's memory; read out as the layers' caches (by layer
+    name, as eager.py keeps them), every one (norms, rstds, each product's input, attention
+    weights, the activations, the head's input) is the float64 numpy forward's within rounding."""
     from wasm_host import kernel
 
     cfg = gpt.GPTConfig(vocab=11, d=12, layers=2, heads=3, context=7, mlp=2)  # odd widths: SIMD tails
@@ -160,27 +156,21 @@ def test_the_kernels_training_forward_keeps_numpys_caches(rng):
     ref = gpt.forward({k: v.astype(np.float64) for k, v in p.items()}, cfg, idx, targets)
     with Session(backend=Backend(kernel=kernel(), einsum=True)).active():
         got = gpt.forward(p, cfg, idx, targets)
-        idx_, targets_, _, xf, _, resident = got[2]  # the head's gradients: test_sgemm's head test
-        assert isinstance(resident, gpt.Resident) and len(resident) == cfg.layers
-        got = (*got[:2], (idx_, targets_, xf, resident.final, list(resident)))  # copied out while the kernel holds them
+        caches = dict(got[2].caches)  # copied out while the kernel holds them
+    assert caches.keys() == ref[2].caches.keys() - {"loss"}  # the loss's: a softmax, kept differently
 
-    def same(a, b, where="cache"):
+    def same(a, b, where):
         if isinstance(a, tuple):
             assert isinstance(b, tuple) and len(a) == len(b), where
             for i, (x, y) in enumerate(zip(a, b)):
                 same(x, y, f"{where}[{i}]")
-        elif isinstance(a, list):
-            assert len(a) == len(b), where
-            for i, (x, y) in enumerate(zip(a, b)):
-                same(x, y, f"{where}[{i}]")
-        elif isinstance(a, np.ndarray) and a.dtype == bool:
-            np.testing.assert_array_equal(a, b, err_msg=where)
         else:
             assert np.shape(a) == np.shape(b), where
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=where)
 
     assert got[1] == pytest.approx(ref[1], rel=1e-5)
-    same(got[2], (*ref[2][:2], *ref[2][3:]))
+    for name in caches:
+        same(caches[name], ref[2].caches[name], name)
 
 
 def test_prefill_plus_decode_equals_full_forward(rng):
@@ -390,8 +380,8 @@ def test_float32_in_float32_out():
 
 
 def test_relu_gradient_is_zero_at_zero():
-    out, on = gpt.relu(np.array([-1.0, 0.0, 2.0]))
-    assert out.tolist() == [0, 0, 2] and gpt.relu_backward(np.ones(3), on).tolist() == [0, 0, 1]
+    out, on = layers.relu(np.array([-1.0, 0.0, 2.0]))
+    assert out.tolist() == [0, 0, 2] and layers.relu_backward(np.ones(3), on).tolist() == [0, 0, 1]
 
 
 def test_softmaxes_are_stable_row_by_row():
@@ -399,7 +389,7 @@ def test_softmaxes_are_stable_row_by_row():
     q = np.zeros((1, 1, 2, 4))
     q[0, 0, 0] = 400.0  # query 0: scores ~ 10^5; query 1: scores 0
     k = np.ones((1, 1, 2, 4))
-    out, _ = gpt.attention(q, k, np.ones((1, 1, 2, 4)))
+    out, _ = layers.attention(q, k, np.ones((1, 1, 2, 4)))
     assert np.isfinite(out).all() and np.allclose(out, 1)
     cfg = gpt.GPTConfig(vocab=6, d=8, layers=1, heads=2, context=5)
     p = trained_like(cfg, 1)
@@ -418,16 +408,18 @@ def test_only_read_only_parameters_are_packed_once(rng):
     """The kernel's packed weights are kept for a dict of read-only arrays (pretrained.load's,
     shared by every widget) and rebuilt for writable ones: training updates them in place,
     and a held-out loss during training must see the new values."""
+    from widgets_py.models.compiled import packed
+
     cfg = gpt.GPTConfig(vocab=11, d=8, layers=2, heads=2, context=6)
-    p = gpt.init(cfg, 3)
-    before = gpt.packed(p, cfg)
+    p, be = gpt.init(cfg, 3), Backend()
+    before = packed(be, p, gpt.shapes(cfg))
     p["h1.fc.w"] += 1.0  # an optimizer step, in place
-    after = gpt.packed(p, cfg)
+    after = packed(be, p, gpt.shapes(cfg))
     assert not np.array_equal(before, after)
-    np.testing.assert_array_equal(after, np.concatenate([p[k].ravel() for k in gpt._packing(cfg.layers)]))
+    np.testing.assert_array_equal(after, np.concatenate([p[k].ravel() for k in gpt.shapes(cfg)]))
     for v in p.values():
         v.flags.writeable = False
-    assert gpt.packed(p, cfg) is gpt.packed(p, cfg)
+    assert packed(be, p, gpt.shapes(cfg)) is packed(be, p, gpt.shapes(cfg))
 
 
 def test_pretrained_weights_cannot_be_changed_in_place():
@@ -440,14 +432,30 @@ def test_pretrained_weights_cannot_be_changed_in_place():
         p["h0.qkv.w"][0, 0] = 1.0
 
 
-# ---- a variant of the model, written in Python only ------------------------------------------
-# GELU and RMSNorm are two lines of a GPTConfig: numpy's layers compute them on every backend
-# (the browser's products still go to the kernel); the kernel's whole passes know ReLU and
-# LayerNorm only, and refuse the rest (backend.refusal) instead of computing ReLU for a GELU.
+# ---- the model once: variants in Python, on every backend --------------------------------
+# A config's choices (GELU, RMSNorm) and even a new block, written in Python against ops, run
+# on numpy (eager.py) and, compiled by tape.py, on the browser's kernel: the kernel knows
+# primitives, not the model. A config the kernel cannot compute is refused, never ignored.
+
+def kernel_session(**kw):
+    from wasm_host import kernel
+
+    return Session(backend=Backend(kernel=kernel(), einsum=True, **kw)).active()
+
+
+def passes_ran(session) -> set[str]:
+    """The primitives the session's kernel ran (wasm_host records each op's code)."""
+    from widgets_py.models import program
+
+    codes = {code: op for op, code in program.CODES.items()}
+    return {codes[c] for c in session.backend.kernel.host.calls}
+
 
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v != "relu-layernorm"])
 @pytest.mark.parametrize("cfg", ORACLE_CONFIGS[:2], ids=lambda c: f"d{c.d}L{c.layers}")
 def test_a_variant_runs_on_every_backend_and_matches_the_float64_reference(cfg, variant, matmul):
+    """GELU, RMSNorm, both: a config's two fields. On the kernel ("wasm"), its own programs
+    run them (its GELU's tanh from its exponential: float32 rounding apart)."""
     import dataclasses
 
     cfg = dataclasses.replace(cfg, **VARIANTS[variant])
@@ -460,44 +468,168 @@ def test_a_variant_runs_on_every_backend_and_matches_the_float64_reference(cfg, 
                                rtol=ORACLE_RTOL, atol=atol)
     np.testing.assert_allclose(gpt.next_logits(p, cfg, tokens), ref[-1], rtol=ORACLE_RTOL, atol=atol)
     assert ("ln1.b" in "".join(p)) == (cfg.norm == "layernorm")  # RMSNorm has no bias to train
+    if matmul == "wasm":
+        from widgets_py.engine import session
+
+        ran = passes_ran(session.current())
+        assert {"attention", "norm"} <= ran and ("gelu" in ran) == (cfg.activation == "gelu")
 
 
-def test_the_kernel_refuses_a_config_it_does_not_compute():
-    """The kernel's passes say which configs they run; any other is refused, with why, and
-    runs numpy's layers: never ReLU's pass for a GELU model, nor a new field ignored."""
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v != "relu-layernorm"])
+def test_a_variants_gradients_on_the_kernel_are_float64s(rng, variant):
+    """Training a GELU or RMSNorm model in the browser: its kernel programs' gradients are the
+    float64 numpy backward's (which the finite differences above check) within rounding."""
+    cfg = gpt.GPTConfig(vocab=11, d=12, layers=2, heads=3, context=7, mlp=2, **VARIANTS[variant])
+    p = {k: v + np.float32(0.2) * rng.standard_normal(v.shape, np.float32) for k, v in gpt.init(cfg, 4).items()}
+    idx, targets = rng.integers(0, 11, (3, 7)), rng.integers(0, 11, (3, 7))
+    p64 = {k: v.astype(np.float64) for k, v in p.items()}
+    ref = gpt.backward(p64, cfg, gpt.forward(p64, cfg, idx, targets)[2])
+    with kernel_session() as run:
+        got = gpt.backward(p, cfg, gpt.forward(p, cfg, idx, targets)[2])
+        assert {"norm_backward", "attention_backward"} <= passes_ran(run)
+    assert got.keys() == ref.keys()
+    scale = max(np.abs(g).max() for g in ref.values())
+    for name in ref:
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-4, atol=1e-5 * scale, err_msg=name)
+
+
+# A block the model does not have, written here only: GPT-J's and PaLM's parallel block, where
+# attention and the MLP read the same norm of x and both add to it (Wang & Komatsuzaki 2021).
+# Its backward, llm.c-style: both branches' input gradients add at the shared norm.
+
+def parallel_block(ops, i, x, past=None, new=None):
+    a = ops.norm(f"h{i}.ln1", x)
+    attn = ops.linear(f"h{i}.proj", ops.attention(f"h{i}.att", ops.linear(f"h{i}.qkv", a), past, new))
+    mlp = ops.linear(f"h{i}.out", ops.act(f"h{i}.act", ops.linear(f"h{i}.fc", a)))
+    return ops.add(ops.add(x, attn), mlp)
+
+
+def parallel_block_backward(ops, i, dx):
+    dfc = ops.linear_backward(f"h{i}.fc", ops.act_backward(f"h{i}.act", ops.linear_backward(f"h{i}.out", dx)))
+    dqkv = ops.attention_backward(f"h{i}.att", ops.linear_backward(f"h{i}.proj", dx))
+    return ops.add(dx, ops.norm_backward(f"h{i}.ln1", ops.add(dfc, ops.linear_backward(f"h{i}.qkv", dqkv))))
+
+
+def ref_parallel_gpt(inputs, params, n_head, n_layer):  # the float64 oracle's blocks, side by side
+    P = {name: value.astype(np.float64) for name, value in params.items()}
+    x = P["wte"][inputs] + ref_positions(len(inputs), P["wte"].shape[1])
+    for i in range(n_layer):
+        h = lambda name: P[f"h{i}.{name}"]  # noqa: E731
+        a = ref_layer_norm(x, h("ln1.w"), h("ln1.b"))
+        x = x + ref_mha(a, h("qkv.w"), h("qkv.b"), h("proj.w"), h("proj.b"), n_head) + \
+            ref_ffn(a, h("fc.w"), h("fc.b"), h("out.w"), h("out.b"))
+    return ref_layer_norm(x, P["lnf.w"], P["lnf.b"]) @ P["wte"].T
+
+
+@pytest.fixture
+def parallel(monkeypatch):
+    """gpt.py's block swapped for the parallel one: every backend and pass picks it up."""
+    monkeypatch.setattr(gpt, "block", parallel_block)
+    monkeypatch.setattr(gpt, "block_backward", parallel_block_backward)
+
+
+def test_a_block_written_in_python_only_runs_on_the_kernel_and_matches_the_float64_reference(parallel, rng):
+    """The kernel runs a block it was never told about: forward, a KV cache's decode and a
+    held-out loss, against the parallel block's own float64 reference; its gradients against
+    finite differences (float64, numpy) and the kernel's against those."""
+    cfg = gpt.GPTConfig(vocab=13, d=16, layers=2, heads=4, context=24)
+    p = trained_like(cfg, 5)
+    tokens = np.random.default_rng(5).integers(0, cfg.vocab, cfg.context)
+    ref = ref_parallel_gpt(tokens, p, cfg.heads, cfg.layers)
+    assert np.abs(ref - ref_gpt(tokens, p, cfg.heads, cfg.layers)).max() > 0.1  # another model indeed
+    atol = ORACLE_ATOL * np.abs(ref).max()
+    with kernel_session() as run:
+        np.testing.assert_allclose(gpt.forward(p, cfg, tokens[None])[0], ref, rtol=ORACLE_RTOL, atol=atol)
+        logits, kv = gpt.extend(p, cfg, tokens[:-3])
+        for t in tokens[-3:]:
+            step, kv = gpt.extend(p, cfg, [t], kv)
+            logits = np.concatenate([logits, step])
+        np.testing.assert_allclose(logits, ref, rtol=ORACLE_RTOL, atol=atol)
+        assert "attention" in passes_ran(run)
+    small = gpt.GPTConfig(vocab=7, d=8, layers=2, heads=2, context=5)
+    p64 = {k: v.astype(np.float64) + 0.1 * rng.standard_normal(v.shape) for k, v in gpt.init(small, 1).items()}
+    idx, targets = rng.integers(0, 7, (2, 5)), rng.integers(0, 7, (2, 5))
+    grads = gpt.backward(p64, small, gpt.forward(p64, small, idx, targets)[2])
+    for name in ("h0.ln1.w", "h0.qkv.w", "h1.fc.b", "wte"):
+        num = numeric_grad(lambda: gpt.forward(p64, small, idx, targets)[1], p64[name])
+        assert rel_err(grads[name], num) < RTOL, name
+    p32 = {k: v.astype(np.float32) for k, v in p64.items()}
+    with kernel_session():
+        got = gpt.backward(p32, small, gpt.forward(p32, small, idx, targets)[2])
+    scale = max(np.abs(g).max() for g in grads.values())
+    for name in grads:
+        np.testing.assert_allclose(got[name], grads[name], rtol=1e-4, atol=1e-5 * scale, err_msg=name)
+
+
+FIELD_VALUES = {"vocab": 17, "d": 24, "layers": 3, "heads": 2, "context": 9, "mlp": 2,
+                "activation": "gelu", "norm": "rmsnorm"}  # per field, a value off the base below
+
+
+@pytest.mark.parametrize("field", FIELD_VALUES)
+def test_every_config_field_varied_runs_on_the_kernel_as_in_float64(field):
+    """Each field of GPTConfig away from its default: the kernel's programs agree with the
+    independent float64 GPT (forward) and with numpy's float64 backward. A field added to
+    GPTConfig fails here until it has a value, and until the kernel computes it (or refuses)."""
+    import dataclasses
+
+    from widgets_py.models import backend
+
+    assert set(FIELD_VALUES) == {f.name for f in dataclasses.fields(gpt.GPTConfig)}
+    base = gpt.GPTConfig(vocab=11, d=12, layers=2, heads=3, context=7, mlp=3)
+    cfg = dataclasses.replace(base, **{field: FIELD_VALUES[field]})
+    assert getattr(cfg, field) != getattr(base, field) and backend.refusal(cfg) is None
+    p, tokens, ref = oracle_case(cfg, 7)
+    with kernel_session(kernel_macs=0):
+        np.testing.assert_allclose(gpt.forward(p, cfg, tokens[None])[0], ref, rtol=ORACLE_RTOL,
+                                   atol=ORACLE_ATOL * np.abs(ref).max())
+        idx = np.stack([tokens, tokens[::-1]])
+        got = gpt.backward(p, cfg, gpt.forward(p, cfg, idx, np.roll(idx, 1))[2])
+    p64 = {k: v.astype(np.float64) for k, v in p.items()}
+    want = gpt.backward(p64, cfg, gpt.forward(p64, cfg, idx, np.roll(idx, 1))[2])
+    scale = max(np.abs(g).max() for g in want.values())
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=2e-4, atol=2e-5 * scale, err_msg=name)
+
+
+def test_the_kernel_refuses_a_config_it_does_not_compute(monkeypatch):
+    """The kernel's programs say which configs they run; any other is refused, with why, and
+    runs numpy's layers: never a choice it lacks computed as another, nor a new field ignored."""
     import dataclasses
 
     from widgets_py.models import backend
 
     base = gpt.GPTConfig(vocab=9)
-    assert backend.refusal(base) is None
-    assert backend.refusal(dataclasses.replace(base, activation="gelu")) == \
-        "GPTConfig.activation='gelu': the kernel computes 'relu' only"
-    assert "norm='rmsnorm'" in backend.refusal(dataclasses.replace(base, norm="rmsnorm"))
+    for choice in ({}, {"activation": "gelu"}, {"norm": "rmsnorm"}):
+        assert backend.refusal(dataclasses.replace(base, **choice)) is None
 
     @dataclasses.dataclass(frozen=True)
     class WithRope(gpt.GPTConfig):
         rope: bool = True  # a field added to the model, not to the kernel
 
     assert backend.refusal(WithRope(vocab=9)) == "GPTConfig.rope: a field the kernel does not know"
+    monkeypatch.setitem(layers.ACTIVATIONS, "swish", (lambda x: (x, x), lambda d, c: d))  # numpy's alone
+    assert backend.refusal(gpt.GPTConfig(vocab=9, activation="swish")) == \
+        "GPTConfig.activation='swish': the kernel computes 'relu', 'gelu'"
     with pytest.raises(ValueError, match="allowed relu, gelu"):
-        gpt.GPTConfig(vocab=9, activation="swish")
+        gpt.GPTConfig(vocab=9, activation="tanh")
+    with pytest.raises(ValueError, match="3 heads do not divide d=8"):
+        gpt.GPTConfig(vocab=9, d=8, heads=3)
 
 
 def test_a_refused_config_never_reaches_the_kernels_passes(rng):
-    """On the browser's backend (wasmtime), a GELU model's forward, loss and extension run
-    numpy's layers: the kernel's whole passes are not called, its products are."""
-    from wasm_host import kernel
+    """On the browser's backend (wasmtime), a config the kernel refuses runs numpy's layers:
+    no program but a product alone reaches the kernel."""
+    import dataclasses
 
-    cfg = gpt.GPTConfig(vocab=11, d=8, layers=1, heads=2, context=6, activation="gelu")
-    p = trained_like(cfg, 3)
-    k, called = kernel(), []
-    for name in ("forward", "forward_kept", "head", "loss", "extend", "backward", "nn", "tn"):
-        method = getattr(k, name)
-        setattr(k, name, lambda *a, _m=method, _n=name, **kw: called.append(_n) or _m(*a, **kw))
+    @dataclasses.dataclass(frozen=True)
+    class WithRope(gpt.GPTConfig):
+        rope: bool = True
+
+    cfg = WithRope(vocab=11, d=8, layers=1, heads=2, context=6)
+    p = trained_like(gpt.GPTConfig(vocab=11, d=8, layers=1, heads=2, context=6), 3)
     idx = rng.integers(0, 11, (4, 6))
-    with Session(backend=Backend(kernel=k, einsum=True, kernel_macs=0)).active():  # every product to the kernel
+    with kernel_session(kernel_macs=0) as run:  # every product to the kernel
         gpt.backward(p, cfg, gpt.forward(p, cfg, idx, idx)[2])
         gpt.loss(p, cfg, idx, idx)
         gpt.extend(p, cfg, [1, 2, 3])
-    assert set(called) == {"nn", "tn"}, called
+        assert passes_ran(run) == {"product"}

@@ -13,7 +13,9 @@ from wasm_host import WasmtimeHost, kernel, on_kernel  # noqa: F401  (skips the 
 from widgets_py.cap15 import quantize
 from widgets_py.engine import browser, protocol, registry, session
 from widgets_py.engine.widget import finish
-from widgets_py.models import corpus, gpt, offload, pretrained, sgemm, train
+from widgets_py.models import backend, corpus, gpt, offload, pretrained, program, train
+from widgets_py.models import kernel as wasm
+from widgets_py.models.compiled import Compiled
 
 
 class Typed:
@@ -79,7 +81,7 @@ def kernelled():
 def connected(answer: str = "reads") -> Helper:
     helper = Helper(answer)
     offload.connect(helper)
-    assert helper.module == "the worker's compiled module" and helper.wasm == sgemm.WASM.read_bytes()
+    assert helper.module == "the worker's compiled module" and helper.wasm == wasm.WASM.read_bytes()
     with offload.waited():
         assert offload.available()
     assert not offload.available()  # only for a caller that waits
@@ -89,9 +91,10 @@ def connected(answer: str = "reads") -> Helper:
 def test_a_recorded_pass_replayed_on_another_kernel_gives_its_bits(kernelled):
     cfg, p, _ = pretrained.load("mini")
     x, y = train.windows(cfg, corpus.data()[1], 512)
-    here = gpt.loss_parts(kernelled, p, cfg, x, y)
+    here = Compiled(backend.current(), p, cfg, gpt.shapes(cfg)).call(gpt.held_out, x=gpt.embed(p, cfg, x), targets=y)
     recorder = offload.Recorder()
-    there = gpt.loss_parts(sgemm.Kernel(recorder), p, cfg, x, y)
+    there = Compiled(backend.current(), p, cfg, gpt.shapes(cfg), kernel=wasm.Kernel(recorder)).call(
+        gpt.held_out, x=gpt.embed(p, cfg, x), targets=y)
     offload.connect(Helper())
     job = offload.Job(session.current().helper, recorder, lambda: gpt.nll(*there), lambda: pytest.fail("computed here"))
     assert job.result() == gpt.loss(p, cfg, x, y)
@@ -115,9 +118,14 @@ def test_a_compute_run_at_once_sends_no_job(kernelled):
     assert helper.jobs == []
 
 
-def test_a_recorder_refuses_what_the_kernel_does_not_export():
+def test_a_recorder_offers_only_what_the_kernel_exports():
+    """A host's calls are the kernel's exports: `run` and nothing else (a misspelt call fails
+    here, not in helper.js)."""
     with pytest.raises(AttributeError):
         offload.Recorder().nonexistent
+    recorder = offload.Recorder()
+    recorder.run(64, 12)
+    assert recorder.ops == [("call", "run", [64, 12])]
 
 
 @pytest.mark.parametrize("answer", ["reads", "error", "never"])
@@ -129,14 +137,13 @@ def test_quantize_answers_the_same_with_the_helper(kernelled, answer):
     alone = finish(quantize.quantization(**params))
     pretrained.forget()
     helper = connected(answer)
-    passes = []
-    here = kernelled.loss
-    kernelled.loss = lambda *a: passes.append(1) or here(*a)  # the losses this worker computes
+    before = len(kernelled.host.calls)
     with offload.waited():  # as browser.Run advances a staged compute
         helped = finish(quantize.quantization(**params))
     assert helped == alone
     assert len(helper.jobs) == 3
-    assert len(passes) == (3 if answer == "reads" else 6)  # failed or late jobs: computed here
+    losses = kernelled.host.calls[before:].count(program.CODES["pick"])  # the held-out losses this worker computed
+    assert losses == (3 if answer == "reads" else 6)  # failed or late jobs: computed here
     pretrained.forget()
     assert finish(quantize.quantization(**params | {"group": 16})) != alone  # the test can tell
 

@@ -1,38 +1,45 @@
-"""The SIMD kernel (widgets_py/models/sgemm.wasm) run natively by wasmtime, behind the same
-Kernel code the browser uses: tests exercise its products and passes outside a browser."""
+"""The SIMD kernel (widgets_py/models/wasm/kernel.wasm) run natively by wasmtime, behind the
+same Kernel code the browser uses: tests exercise its programs outside a browser."""
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 import pytest
 
-from widgets_py.models import sgemm
+from widgets_py.models import kernel as wasm
 
 wasmtime = pytest.importorskip("wasmtime")
 
 
 class WasmtimeHost:
-    def __init__(self, wasm: bytes = sgemm.WASM.read_bytes(), fill: float = np.nan):
+    def __init__(self, binary: bytes | None = None, fill: float = np.nan):
         self.store = wasmtime.Store()
-        exports = wasmtime.Instance(self.store, wasmtime.Module(self.store.engine, wasm), []).exports(self.store)
-        self.memory = exports["memory"]
-        for name in sgemm.EXPORTS:  # the same functions the browser's host offers, bound to this store
-            setattr(self, name, functools.partial(exports[name], self.store))
+        module = wasmtime.Module(self.store.engine, binary if binary is not None else wasm.WASM.read_bytes())
+        exports = wasmtime.Instance(self.store, module, []).exports(self.store)
+        self.memory, self._run = exports["memory"], exports["run"]
+        self.heap = exports["__heap_base"].value(self.store)  # bytes
         self.fill = np.float32(fill)  # what fresh memory holds: NaN shows any read of slack that leaks
+        self.calls: list[int] = []  # the opcodes of every op run, in order (tests read them)
         self._poison(0)
+
+    def run(self, tape: int, n: int) -> None:
+        ops = np.frombuffer(self.memory.read(self.store, tape, tape + 4 * n), np.int32)
+        at = 0
+        while at < n:
+            self.calls.append(int(ops[at]))
+            at += int(ops[at + 1])
+        self._run(self.store, tape, n)
 
     def _poison(self, start_page: int) -> None:
         size = self.memory.data_len(self.store)
-        start = start_page * sgemm.PAGE
+        start = start_page * wasm.PAGE
         self.memory.write(self.store, np.full((size - start) // 4, self.fill, np.float32).tobytes(), start)
 
     def reserve(self, floats: int) -> None:
         have = self.memory.data_len(self.store) // 4
         if floats > have:
             pages = self.memory.size(self.store)
-            self.memory.grow(self.store, -(-(floats - have) * 4 // sgemm.PAGE))
+            self.memory.grow(self.store, -(-(floats - have) * 4 // wasm.PAGE))
             self._poison(pages)
 
     def write(self, at: int, x: np.ndarray) -> None:
@@ -42,8 +49,8 @@ class WasmtimeHost:
         out[...] = np.frombuffer(self.memory.read(self.store, 4 * at, 4 * (at + out.size)), np.float32).reshape(out.shape)
 
 
-def kernel(**kw) -> sgemm.Kernel:
-    return sgemm.Kernel(WasmtimeHost(**kw))
+def kernel(**kw) -> wasm.Kernel:
+    return wasm.Kernel(WasmtimeHost(**kw))
 
 
 def on_kernel(k=None):

@@ -73,12 +73,9 @@ def activation_maxima(p: dict, cfg: gpt.GPTConfig) -> dict[str, np.ndarray]:
     data = corpus.data()[1]
     n = CALIB_TOKENS // cfg.context * cfg.context
     x = data[-n - 1:-1].reshape(-1, cfg.context)  # [N, T]
-    _, _, (*_, caches) = gpt.forward(p, cfg, x, data[-n:].reshape(-1, cfg.context))
-    out = {}
-    for i, c in enumerate(caches):
-        for lin, cache in (("qkv", c.qkv), ("fc", c.fc)):
-            out[f"h{i}.{lin}.w"] = np.abs(cache[0]).reshape(-1, cfg.d).max(0)  # [N, T, C] -> [C]
-    return out
+    caches = gpt.forward(p, cfg, x, data[-n:].reshape(-1, cfg.context))[2].caches  # each layer's, by name
+    return {f"h{i}.{lin}.w": np.abs(caches[f"h{i}.{lin}"][0]).reshape(-1, cfg.d).max(0)  # [N, T, C] -> [C]
+            for i in range(cfg.layers) for lin in ("qkv", "fc")}
 
 
 def smoothing(w: np.ndarray, act_max: np.ndarray) -> np.ndarray:

@@ -241,7 +241,7 @@ FROM_WORKER = Union[Progress, Loaded, Error, Warm, Step, Replied, Failed, Pong]
 # A recorded kernel pass (models/offload.py) is a list of ops, in floats of the helper's memory.
 Reserve = tuple[Literal["reserve"], int]  # grow memory to this many floats
 Write = tuple[Literal["write"], int, Floats]  # at, values
-Invoke = tuple[Literal["call"], str, list[float]]  # an export of sgemm.wasm, its arguments
+Invoke = tuple[Literal["call"], str, list[float]]  # an export of kernel.wasm (`run`), its arguments
 Read = tuple[Literal["read"], int, int]  # at, floats: one of the job's reads, in order
 Op = Union[Reserve, Write, Invoke, Read]
 OPS = ("reserve", "write", "call", "read")

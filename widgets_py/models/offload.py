@@ -4,8 +4,8 @@ reader's second core too. The quantize widget scores four to six formats a chang
 forward over 4,096 held-out tokens whose dense products already run near the SIMD peak of
 one core (benchmarks/recompute.py times a change).
 
-A pass is recorded by running sgemm.Kernel's own code on a `Recorder`, a host that only
-notes what it is asked (reserve, write, the exports' calls, read). The helper replays the
+A pass is recorded by running it (compiled.py, kernel.Kernel's own code) on a `Recorder`,
+a host that only notes what it is asked (reserve, write, the kernel's `run`, read). The helper replays the
 notes on its own instance and sends the reads back; they fill the arrays the Kernel's code
 returned. The same kernel on the same inputs: the bits of the pass run here.
 
@@ -22,7 +22,9 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..engine import session
-from . import backend, gpt, sgemm, train
+from . import backend, gpt, train
+from . import kernel as wasm
+from .compiled import Compiled
 
 class Helper:
     """The session's link to the helper (engine.session: `helper`): worker.js's client of it
@@ -47,7 +49,7 @@ def connect(client) -> None:
     kernel = backend.current().kernel
     if kernel is None:
         return
-    client.load(kernel.host.module, _js(sgemm.WASM.read_bytes()))
+    client.load(kernel.host.module, _js(wasm.WASM.read_bytes()))
     session.current().helper = Helper(client)
 
 
@@ -75,7 +77,7 @@ def waited():
 
 
 class Recorder:
-    """A host for sgemm.Kernel that records instead of running: ops as helper.js replays
+    """A host for kernel.Kernel that records instead of running: ops as helper.js replays
     them (engine.protocol.Op: addresses and sizes in floats), and the arrays its reads will
     fill, in order."""
 
@@ -93,10 +95,8 @@ class Recorder:
         self.ops.append(("read", int(at), out.size))
         self.outs.append(out)
 
-    def __getattr__(self, name: str):
-        if name not in sgemm.EXPORTS:
-            raise AttributeError(name)
-        return lambda *args: self.ops.append(("call", name, list(args)))
+    def run(self, tape: int, n: int) -> None:  # the kernel's one export
+        self.ops.append(("call", "run", [int(tape), int(n)]))
 
 
 class Job:
@@ -155,7 +155,9 @@ def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int, then=lambda l
     if helper is None or not backend.current().runs(cfg, p["wte"]):
         return None
     recorder = Recorder()
-    parts = gpt.loss_parts(sgemm.Kernel(recorder), p, cfg, *train.windows(cfg, data, tokens))
+    idx, targets = train.windows(cfg, data, tokens)
+    run = Compiled(backend.current(), p, cfg, gpt.shapes(cfg), kernel=wasm.Kernel(recorder))
+    parts = run.call(gpt.held_out, x=gpt.embed(p, cfg, idx), targets=targets)
     return Job(helper, recorder, lambda: then(gpt.nll(*parts)), lambda: then(train.evaluate(p, cfg, data, tokens)))
 
 

@@ -57,10 +57,10 @@ def corpus_sha256() -> str:
 def spec_record(name: str) -> dict:
     """What the manifest pins about how a model was made: its config and training config."""
     cfg, tc = specs()[name]
-    # a choice the models trained before it existed all made (backend.FUSED: ReLU, LayerNorm)
-    # is not written, so their manifest still matches; any other choice is
+    # a choice at its default (ReLU, LayerNorm: what the models trained before the choice
+    # existed all made) is not written, so their manifest still matches; any other choice is
     config = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-              if f.name in backend.SIZES or getattr(cfg, f.name) != backend.FUSED.get(f.name)}
+              if f.name in backend.SIZES or getattr(cfg, f.name) != f.default}
     return {"config": config, "train": dataclasses.asdict(tc)}
 
 

@@ -1,16 +1,16 @@
 // @ts-check
 // The kernel's helper: a second worker that runs only the mini-GPT's WebAssembly kernel
-// (sgemm.wasm, no Python), so that a compute with several independent passes (the quantize
+// (kernel.wasm, no Python), so that a compute with several independent passes (the quantize
 // widget's held-out losses, one per format) uses the reader's second core as well.
 //
 // kernel.js starts it beside the Pyodide worker and hands each one end of a MessageChannel.
 // On that port the Pyodide worker sends, in order:
-//   {module}                    once: the kernel it runs itself (widgets_py/models/sgemm.wasm),
+//   {module}                    once: the kernel it runs itself (widgets_py/models/wasm/kernel.wasm),
 //                               compiled: V8 shares its code, already tiered up, between workers
 //   {wasm: bytes}               instead, if it asked for them: where the module cannot be shared
 //                               (a single-file chapter opened from disk: an opaque origin)
 //   {id, ops}                   a recorded pass (widgets_py/models/offload.py): ["reserve", floats],
-//                               ["write", at, Float32Array], ["call", export, args], ["read", at, size],
+//                               ["write", at, Float32Array], ["call", "run", [tape, n]], ["read", at, size],
 //                               replayed on this worker's own instance
 //   {cancel: [id, ...]}         jobs no longer wanted: dropped if not started
 // and gets back {ready: true} once the kernel is in (or {ready: false, error}, or {bytes: true}

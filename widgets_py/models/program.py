@@ -1,0 +1,358 @@
+"""A program of the browser kernel's primitives: its vocabulary, its buffers and their layout
+in the kernel's memory, and the int32 tape the kernel runs in one call.
+
+`OPS` is the kernel's vocabulary, written once: each primitive's fields, in the order of its
+C function's parameters (widgets_py/models/wasm/*.c). `wasm/ops.h` is generated from it (a
+struct per primitive and the dispatch of `run`), so the C side adds no second copy; tape.py
+records gpt's layers as these primitives, and this module lays them out and encodes them:
+
+    [opcode, length, field, field, ...] [opcode, length, ...] ...   (int32)
+
+An address is a byte address in the kernel's memory; a size counts floats; a float field is
+its float32 bits. A program may have one free size, `P`, the length of a KV cache (a decode
+step's past grows by one each time): a size or address that depends on it is affine in it,
+`Dim(a, b)` = a + b·P, and the tape is encoded as base + P·slope, so one program serves
+every cache length (tape.py keeps such buffers after the others).
+
+Buffers are laid out by their lifetimes: each from the op that first writes it (or the
+program's start, for an input) to the last op that reads it (or the end: outputs, and what a
+later phase reads), the memory of a dead buffer given to the next one that fits. Each buffer
+is followed by slack, 3 rows of its own width and 8 floats: a product's blocks of 4 rows x 8
+columns read and write that far past their operands, into rows and columns nobody reads back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# f*: a float array, i*: an int32 array (the tape holds their byte addresses; 0: none);
+# i: an int32; f: a float32. One line each, the C function's parameters in order.
+OPS = {
+    "product": "f* a, f* b, f* c, i m, i k, i n, i sa_i, i sa_p, i count",  # C = A @ B, `count` items one after the other
+    "transpose": "f* dst, f* src, i rows, i cols",
+    "softmax": "f* x, f* stats, i rows, i n, i tq, i offset, i norm, f scale",  # causal rows, in place; maxima, then sums, to stats
+    "norm": "f* x, f* out, f* w, f* b, f* keep_norm, f* keep_rstd, i rows, i c, i rms",  # layer norm, or RMSNorm
+    "bias": "f* x, f* b, i rows, i n, i relu",  # in place, then ReLU if relu
+    "relu": "f* x, f* out, i n",  # where no bias comes first to fold it into
+    "gelu": "f* x, f* out, i n",
+    "add": "f* out, f* x, f* y, i n",
+    "copy": "f* dst, f* src, i n",
+    "divide": "f* x, i n, f s",
+    "attention": "f* qkv, f* y, f* kv_past, f* kv_new, f* att, f* kt, f* vs, f* sc, f* yo, f* stats, "
+                 "i rows, i t, i c, i heads, i past, f scale",
+    "attention_backward": "f* dy, f* dqkv, f* qkv, f* att, f* vt, f* datt, f* dqh, f* dkh, f* dvh, "
+                          "i rows, i t, i c, i heads, f root",
+    "norm_backward": "f* dout, f* norm, f* rstd, f* w, f* dx, f* gw, f* gb, i rows, i c, i rms",
+    "relu_backward": "f* d, f* act, i n",  # in place
+    "gelu_backward": "f* d, f* x, i n",  # in place
+    "colsum": "f* dst, f* src, i rows, i n",
+    "pick": "f* dst, f* src, i* ids, i rows, i n",
+    "onehot": "f* x, i* ids, i rows, i n",  # x[r, ids[r]] -= 1
+    "scatter": "f* dst, i* ids, f* src, i rows, i c",  # dst[ids[r]] += src[r], in row order
+    "adamw": "f* p, f* m, f* v, f* g, i* mask, i n, f k1, f k2, f dec, f lr, f c1, f c2, f eps",
+}
+FIELDS = {op: tuple(tuple(f.split()) for f in spec.split(", ")) for op, spec in OPS.items()}  # op -> ((kind, name), ...)
+CODES = {op: i + 1 for i, op in enumerate(OPS)}
+ALIGN = 16  # floats: each buffer starts on a 64-byte line
+
+
+class Dim:
+    """a + b·P: a size or an address in floats that grows with the program's free size P."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: int, b: int = 0):
+        self.a, self.b = a, b
+
+    def __add__(self, other) -> Dim:
+        other = dim(other)
+        return Dim(self.a + other.a, self.b + other.b)
+
+    __radd__ = __add__
+
+    def __mul__(self, k) -> Dim:
+        if not isinstance(k, int):
+            raise TypeError(f"a size grows with P at most linearly: {self!r} × {k!r}")
+        return Dim(self.a * k, self.b * k)
+
+    __rmul__ = __mul__
+
+    def at(self, p: int) -> int:
+        return self.a + self.b * p
+
+    def __repr__(self) -> str:
+        return f"{self.a} + {self.b}·P"
+
+
+P = Dim(0, 1)
+
+
+def dim(x) -> Dim:
+    return x if isinstance(x, Dim) else Dim(int(x))
+
+
+def size(shape: tuple) -> int | Dim:
+    return math.prod(shape)
+
+
+class Buffer:
+    """One region of a program: its shape (the last axis a row; any size may hold P), the
+    ops that write and read it first and last, and where the layout put it."""
+
+    def __init__(self, shape: tuple, kind: str = "f"):
+        self.shape, self.kind = tuple(shape), kind  # kind "f" float32, "i" int32
+        self.first: int | None = None  # op index (-1: written before the program runs)
+        self.last: int | None = None  # op index (math.inf: read after it, or by a later phase)
+        self.at: int | Dim | None = None  # floats from the program's start
+        self.base = self  # the buffer whose memory this one is (an op writing in place, tape.py)
+        self.replaced_by: str | None = None  # the in-place op that made this buffer's values stale
+
+    @property
+    def dynamic(self) -> bool:
+        return isinstance(size(self.shape), Dim)
+
+    def extent(self) -> int | Dim:
+        """Floats it occupies: its size, then slack for a product's blocks."""
+        row = self.shape[-1] if len(self.shape) > 1 else 0  # a flat vector is never a product's row
+        return size(self.shape) + 3 * row + 8
+
+    def __repr__(self) -> str:
+        return f"Buffer{self.shape}"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An operand: a buffer, `offset` floats in, seen with `shape` (a view, or the whole)."""
+
+    buffer: Buffer
+    offset: int | Dim
+    shape: tuple
+
+    def __getitem__(self, i: int) -> Ref:
+        """The i-th item along the first axis (a layer of a KV cache)."""
+        return Ref(self.buffer, dim(self.offset) + i * size(self.shape[1:]), self.shape[1:])
+
+    @property
+    def rows(self) -> int:
+        return size(self.shape[:-1])
+
+    @property
+    def width(self) -> int:
+        return self.shape[-1]
+
+
+def ref(buffer: Buffer) -> Ref:
+    return Ref(buffer, 0, buffer.shape)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One call: its tape (at `at`, in floats) as base + P·slope, and what it returns."""
+
+    at: int
+    base: np.ndarray  # int32
+    slope: np.ndarray | None  # int32, None if nothing in it depends on P
+    outputs: tuple  # of Ref: read after the call
+
+    def tape(self, p: int) -> np.ndarray:
+        return self.base if self.slope is None else self.base + np.int32(p) * self.slope
+
+
+@dataclass(frozen=True)
+class Program:
+    """Ops laid out in the kernel's memory from `start` (floats), ready to run: the tapes of its
+    phases (a training step's forward, then its backward: one call each, what the first keeps
+    read in place by the second), its inputs by name, written before the first, and where
+    everything ends."""
+
+    start: int
+    phases: tuple[Phase, ...]
+    inputs: dict  # name -> Buffer
+    end: int | Dim
+    kept: dict  # layer name -> (kind, Ref, ...): what a backward reads (tape.py)
+
+    def address(self, x: Ref, p: int) -> int:
+        """Where x lies, in floats from the memory's start, for a free size p."""
+        return dim(x.buffer.at).at(p) + dim(x.offset).at(p)
+
+
+class Builder:
+    """A program as it is written: ops on new buffers, each op numbered (across phases) so
+    that every buffer knows its lifetime. tape.py's Tape writes gpt's passes with it;
+    kernel.py its one-op programs (a product, AdamW)."""
+
+    def __init__(self):
+        self.ops: list[tuple[str, dict]] = []
+        self.buffers: list[Buffer] = []
+        self.inputs: dict[str, Buffer] = {}
+        self.phases: list[int] = [0]  # the first op of each phase
+        self.outputs: list[tuple] = []  # what each finished phase returns
+        self.kept: dict = {}
+
+    def new(self, shape: tuple, kind: str = "f") -> Ref:
+        buffer = Buffer(shape, kind)
+        self.buffers.append(buffer)
+        return ref(buffer)
+
+    def input(self, name: str, shape: tuple, kind: str = "f") -> Ref:
+        """A buffer written before the program runs."""
+        x = self.new(shape, kind)
+        x.buffer.first = x.buffer.last = -1
+        self.inputs[name] = x.buffer
+        return x
+
+    def emit(self, op: str, **fields) -> None:
+        unknown = fields.keys() - {name for _, name in FIELDS[op]}
+        if unknown:
+            raise TypeError(f"{op} has no field {', '.join(sorted(unknown))}: it has {OPS[op]}")
+        index = len(self.ops)
+        for value in fields.values():
+            if isinstance(value, Ref):
+                if value.buffer.replaced_by:
+                    raise ValueError(f"{value.buffer} was overwritten in place by {value.buffer.replaced_by}: "
+                                     "use that op's result")
+                b = value.buffer.base
+                b.first = index if b.first is None else b.first
+                b.last = index if b.last is None else max(b.last, index)
+        self.ops.append((op, fields))
+
+    def in_place(self, x: Ref, op: str) -> Ref:
+        """x as the op that overwrites it leaves it: the same memory, under a new name, and x
+        itself no longer readable (a later read would see the new values)."""
+        alias = Buffer(x.buffer.shape, x.buffer.kind)
+        alias.base = x.buffer.base
+        x.buffer.replaced_by = op
+        self.buffers.append(alias)
+        return Ref(alias, x.offset, x.shape)
+
+    def keep(self, *xs: Ref | None) -> None:
+        """These stay where they are to the program's end: read after it, or by a later phase."""
+        for x in xs:
+            if x is not None:
+                x.buffer.base.last = math.inf
+
+    def phase(self, *outputs: Ref) -> None:
+        """The current phase ends, returning `outputs`; the ops after it are the next call's."""
+        self.keep(*outputs)
+        self.outputs.append(outputs)
+        self.phases.append(len(self.ops))
+
+    def program(self, start: int) -> Program:
+        """The ops laid out from `start` (floats): the tapes first, then the buffers, by their
+        lifetimes. The last phase must have ended (phase())."""
+        bounds = self.phases
+        if len(self.outputs) != len(bounds) - 1 or bounds[-1] != len(self.ops):
+            raise RuntimeError("the program's last phase has not ended")
+        phases = [self.ops[a:b] for a, b in zip(bounds, bounds[1:])]
+        at, tapes = start, []
+        for ops in phases:
+            tapes.append(at)
+            at = _aligned(at + length(ops))
+        end = lay_out(self.buffers, at)
+        return Program(start, tuple(Phase(tape_at, *encode(ops), outs)
+                                    for tape_at, ops, outs in zip(tapes, phases, self.outputs)),
+                       dict(self.inputs), end, dict(self.kept))
+
+
+def lay_out(buffers: list[Buffer], start: int) -> int | Dim:
+    """Each buffer's `at` (floats from the memory's start), from `start`: the static ones by their lifetimes (first fit
+    among the dead), those that grow with P after them, in order. -> where they all end."""
+    static = [b for b in buffers if b.base is b and not b.dynamic and b.first is not None]
+    free: list[list[int]] = []  # [offset, floats] of dead regions, by offset
+    end = _aligned(start)
+    births: dict[int, list[Buffer]] = {}
+    deaths: dict[float, list[Buffer]] = {}
+    for b in static:
+        births.setdefault(b.first, []).append(b)
+        deaths.setdefault(b.last, []).append(b)
+    for i in sorted(births.keys() | {k for k in deaths if k != math.inf}):
+        for b in births.get(i, ()):  # an op's outputs never share memory with its inputs:
+            need = _aligned(b.extent())  # those that die at i are freed after it
+            spot = next((f for f in free if f[1] >= need), None)
+            if spot is None:
+                b.at, end = end, end + need
+            else:
+                b.at, spot[0], spot[1] = spot[0], spot[0] + need, spot[1] - need
+        for b in deaths.get(i, ()):
+            free.append([b.at, _aligned(b.extent())])
+        free = _merged(free)
+    at: int | Dim = end
+    for b in buffers:
+        if b.base is b and b.dynamic and b.first is not None:
+            b.at, at = at, dim(at) + b.extent()
+    for b in buffers:
+        if b.base is not b:
+            b.at = b.base.at
+    return at
+
+
+def _aligned(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def _merged(free: list[list[int]]) -> list[list[int]]:
+    """Dead regions by offset, neighbours joined; empty ones dropped."""
+    out: list[list[int]] = []
+    for f in sorted(free):
+        if f[1] <= 0:
+            continue
+        if out and out[-1][0] + out[-1][1] == f[0]:
+            out[-1][1] += f[1]
+        else:
+            out.append(list(f))
+    return out
+
+
+def encode(ops: list[tuple[str, dict]]) -> tuple[np.ndarray, np.ndarray | None]:
+    """ops -> (base, slope) int32 tapes, their buffers laid out."""
+    base: list[int] = []
+    slope: list[int] = []
+    for op, values in ops:
+        fields = FIELDS[op]
+        base += [CODES[op], 2 + len(fields)]
+        slope += [0, 0]
+        for kind, name in fields:
+            value = values.get(name, 0)
+            if kind.endswith("*"):
+                value = 0 if value is None else 4 * (dim(value.buffer.at) + value.offset)
+            elif kind == "f":
+                value = int(np.float32(value).view(np.int32))
+            value = dim(value)
+            base.append(value.a)
+            slope.append(value.b)
+    base_array = np.array(base, np.int64)
+    if base_array.size and (base_array.max() >= 2**31 or base_array.min() < -2**31):
+        raise ValueError("a program reaches past the kernel's 2 GB of addresses")
+    return base_array.astype(np.int32), (np.array(slope, np.int32) if any(slope) else None)
+
+
+def length(ops: list[tuple[str, dict]]) -> int:
+    """int32s the tape of these ops takes."""
+    return sum(2 + len(FIELDS[op]) for op, _ in ops)
+
+
+# ---- wasm/ops.h, generated ---------------------------------------------------------------
+
+C_TYPES = {"f*": "float *", "i*": "int32_t *", "i": "int32_t ", "f": "float "}
+
+
+def header() -> str:
+    """wasm/ops.h: a struct per primitive, in OPS's field order, and run()'s dispatch."""
+    lines = ["/* Generated from widgets_py/models/program.py (OPS): python -m widgets_py.models.kernel --build */",
+             "#ifndef OPS_H", "#define OPS_H", '#include "kernel.h"', ""]
+    for op, code in CODES.items():
+        lines.append(f"#define OP_{op.upper()} {code}")
+    lines.append("")
+    for op, fields in FIELDS.items():
+        body = " ".join(f"{C_TYPES[kind]}{name};" for kind, name in fields)
+        lines.append(f"struct {op} {{ {body} }};")
+    lines += ["", "/* One op of a tape: its fields follow the opcode and the op's length. */",
+              "static inline void dispatch(int32_t code, const void *fields) {", "  switch (code) {"]
+    for op, fields in FIELDS.items():
+        args = ", ".join(f"o->{name}" for _, name in fields)
+        lines.append(f"  case OP_{op.upper()}: {{ const struct {op} *o = fields; {op}({args}); break; }}")
+    lines += ["  default: __builtin_trap();", "  }", "}", "", "#endif", ""]
+    return "\n".join(lines)
