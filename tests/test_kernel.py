@@ -21,7 +21,7 @@ from widgets_py.engine.session import Session
 from widgets_py.models import backend, compiled, gpt, program, tape
 from widgets_py.models import kernel as wasm
 from widgets_py.models.backend import Backend
-from widgets_py.models.program import P, Buffer, Builder, Dim, lay_out
+from widgets_py.models.program import P, Buffer, Builder, Dim, Ref, lay_out
 
 
 # ---- the binary and its sources ------------------------------------------------------------
@@ -88,11 +88,33 @@ def test_a_tape_is_each_ops_code_length_and_fields():
     b.emit("divide", x=out, n=15, s=0.5)
     b.phase(out)
     prog = b.program(wasm.HEAP)
-    tape_ = prog.phases[0].base
+    tape_ = prog.phases[0].tape
     assert list(tape_[:6]) == [program.CODES["add"], 6, 4 * out.buffer.at, 4 * x.buffer.at, 4 * y.buffer.at, 15]
     assert list(tape_[6:9]) == [program.CODES["divide"], 5, 4 * out.buffer.at]
     assert tape_[10].view(np.float32) == np.float32(0.5)
     assert prog.phases[0].at == wasm.HEAP and x.buffer.at >= wasm.HEAP + tape_.size
+
+
+def test_a_field_that_grows_with_the_cache_is_patched_by_the_kernel_at_each_run():
+    """A tape whose fields grow with P starts with a patch op, (index, a, b) per such field:
+    the kernel sets each to a + b·p before it runs, so one tape, written once, serves every p
+    (here: the last two rows of an input of P + 2 rows)."""
+    b = Builder()
+    x = b.input("x", (P + 2, 4))
+    last = b.new((2, 4))
+    b.emit("copy", dst=last, src=Ref(x.buffer, P * 4, (2, 4)), n=8)
+    b.phase(last)
+    prog = b.program(wasm.HEAP)
+    tape_ = prog.phases[0].tape
+    assert tape_[0] == program.PATCH and tape_[1] == 2 + 3  # one field grows: the source's address
+    index, a, slope = tape_[2:5]
+    assert tape_[index - 1] == 4 * last.buffer.at and (a, slope) == (4 * x.buffer.at, 4 * 4)
+    k = kernel()
+    for p in (1, 6, 3):
+        rows = np.arange((p + 2) * 4, dtype=np.float32).reshape(p + 2, 4)
+        (got,) = k.run(prog, 0, {"x": rows}, p)
+        np.testing.assert_array_equal(got, rows[-2:])
+    assert sum(1 for _, n in k.host.writes if n == tape_.size) == 1  # the tape, written once
 
 
 def test_an_op_refuses_a_field_it_has_not_and_a_value_overwritten_in_place():
@@ -125,6 +147,39 @@ def test_one_program_serves_every_length_of_a_kv_cache():
     for t, step in zip(tokens[3:], steps):
         want, kv = gpt.extend(float64(p), cfg, [t], kv)
         np.testing.assert_allclose(step, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_programs_weights_stay_in_the_kernel_while_it_runs_again():
+    """Decode steps run one program again and again with the same read-only weights: they are
+    copied into the kernel once; another program in between, or other weights, copies them
+    again (and the steps' logits do not depend on which)."""
+    from widgets_py.models import pretrained
+
+    cfg, p, _ = pretrained.load("mini")
+    weights = sum(v.size for v in p.values())
+    k = kernel()
+    with on_kernel(k):
+        _, kv = gpt.extend(p, cfg, [1, 2, 3])
+        _, kv = gpt.extend(p, cfg, [4], kv)
+        copies = lambda: sum(1 for _, n in k.host.writes if n == weights)  # noqa: E731
+        before = copies()
+        steps = []
+        for t in (5, 6, 7):
+            step, kv = gpt.extend(p, cfg, [t], kv)
+            steps.append(step)
+        assert copies() == before  # three steps, no copy
+        k.nn(np.ones((8, 8), np.float32), np.ones((8, 8), np.float32))  # another program
+        again, _ = gpt.extend(p, cfg, [8], kv)
+        assert copies() == before + 1
+        trained = {name: v.copy() for name, v in p.items()}  # writable: copied at every run
+        gpt.extend(trained, cfg, [8], kv)
+        gpt.extend(trained, cfg, [8], kv)
+        assert copies() == before + 3
+    with on_kernel():  # a fresh kernel, every step copying its weights in
+        _, kv = gpt.extend(p, cfg, [1, 2, 3, 4])
+        for t, step in zip((5, 6, 7), steps):
+            want, kv = gpt.extend(p, cfg, [t], kv)
+            np.testing.assert_array_equal(step, want)
 
 
 # ---- products ----------------------------------------------------------------------------

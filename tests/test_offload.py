@@ -124,8 +124,8 @@ def test_a_recorder_offers_only_what_the_kernel_exports():
     with pytest.raises(AttributeError):
         offload.Recorder().nonexistent
     recorder = offload.Recorder()
-    recorder.run(64, 12)
-    assert recorder.ops == [("call", "run", [64, 12])]
+    recorder.run(64, 12, 3)
+    assert recorder.ops == [("call", "run", [64, 12, 3])]
 
 
 @pytest.mark.parametrize("answer", ["reads", "error", "never"])

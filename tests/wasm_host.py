@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from widgets_py.models import kernel as wasm
+from widgets_py.models import program
 
 wasmtime = pytest.importorskip("wasmtime")
 
@@ -20,15 +21,17 @@ class WasmtimeHost:
         self.heap = exports["__heap_base"].value(self.store)  # bytes
         self.fill = np.float32(fill)  # what fresh memory holds: NaN shows any read of slack that leaks
         self.calls: list[int] = []  # the opcodes of every op run, in order (tests read them)
+        self.writes: list[tuple[int, int]] = []  # (at, floats) of every write, in order
         self._poison(0)
 
-    def run(self, tape: int, n: int) -> None:
+    def run(self, tape: int, n: int, p: int) -> None:
         ops = np.frombuffer(self.memory.read(self.store, tape, tape + 4 * n), np.int32)
         at = 0
         while at < n:
-            self.calls.append(int(ops[at]))
+            if ops[at] != program.PATCH:
+                self.calls.append(int(ops[at]))
             at += int(ops[at + 1])
-        self._run(self.store, tape, n)
+        self._run(self.store, tape, n, p)
 
     def _poison(self, start_page: int) -> None:
         size = self.memory.data_len(self.store)
@@ -43,6 +46,7 @@ class WasmtimeHost:
             self._poison(pages)
 
     def write(self, at: int, x: np.ndarray) -> None:
+        self.writes.append((at, x.size))
         self.memory.write(self.store, x.astype(np.float32, copy=False).tobytes(), 4 * at)
 
     def read(self, at: int, out: np.ndarray) -> None:

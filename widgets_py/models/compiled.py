@@ -31,6 +31,7 @@ class Compiled:
         self.be, self.p, self.cfg, self.shapes = be, p, cfg, shapes
         self.kernel = kernel if kernel is not None else be.kernel
         self.program: program.Program | None = None  # a training step's, between start() and finish()
+        self.caches: Mapping = Kept(self)  # each layer's cache, as eager.py keeps it, read out when asked
 
     def call(self, fn, **inputs):
         """fn(ops, cfg, **inputs) on the kernel: one call. -> its outputs, as arrays."""
@@ -54,11 +55,6 @@ class Compiled:
             at += self.p[name].size
         return out
 
-    @property
-    def caches(self) -> Mapping:
-        """Each layer's cache, as eager.py keeps it, read out of the kernel's memory when asked."""
-        return Kept(self)
-
     def _arrays(self, inputs: dict) -> dict[str, np.ndarray]:
         out = {"weights": packed(self.be, self.p, self.shapes)}
         for name, x in inputs.items():
@@ -74,13 +70,17 @@ class Compiled:
         return out
 
     def _compiled(self, fns: tuple, inputs: dict) -> tuple[program.Program, bool]:
-        specs = tuple((name, _spec(name, x)) for name, x in inputs.items())
-        key = (fns, self.cfg, specs)
+        """The program of these passes for inputs of these shapes (a cache's length left out),
+        compiled once per session: every pass starts where the kernel's memory does, over
+        anything another left there."""
+        key = (fns, self.cfg, tuple(inputs), *(None if x is None else x.shape[:-2] + x.shape[-1:] if name == "past"
+                                               else x.shape for name, x in inputs.items()))
         kept = self.be.programs.get(key)
         if kept is None:
             if len(self.be.programs) >= PROGRAMS_MAX:
                 self.be.programs.clear()
-            kept = self.be.programs[key] = compile_passes(fns, self.cfg, self.shapes, specs, wasm.HEAP)  # over any other's
+            specs = tuple((name, _spec(name, x)) for name, x in inputs.items())
+            kept = self.be.programs[key] = compile_passes(fns, self.cfg, self.shapes, specs, wasm.HEAP)
         return kept
 
 
@@ -119,6 +119,7 @@ def packed(be, p: dict, shapes: dict) -> np.ndarray:
     if not any(v.flags.writeable for v in p.values()):
         if len(be.packed) >= PACKED_MAX:
             be.packed.clear()
+        flat.flags.writeable = False  # as its parameters: the kernel may keep it where it lies between runs
         be.packed[id(p)] = (p, flat)
     return flat
 
@@ -139,7 +140,7 @@ class Kept(Mapping):
             if run.kernel.live is not run.program:
                 raise RuntimeError("the kernel has run another pass since this training forward: what it kept is gone")
             kind, *xs = run.program.kept[name]
-            self.read[name] = _as_cache(kind, name, [run.kernel.read(run.program, x) for x in xs], run.p, run.cfg)
+            self.read[name] = _as_cache(kind, name, [run.kernel.read(*x) for x in xs], run.p, run.cfg)
         return self.read[name]
 
     def __iter__(self):

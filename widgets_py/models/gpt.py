@@ -17,8 +17,10 @@ Tests hold the kernel's passes to numpy's in float64 and to an independent float
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 import numpy as np
 
@@ -47,7 +49,8 @@ class GPTConfig:
             raise ValueError(f"GPTConfig: {self.heads} heads do not divide d={self.d} (allowed: a divisor of d)")
 
 
-def shapes(cfg: GPTConfig) -> dict[str, tuple[int, ...]]:
+@lru_cache(maxsize=64)  # asked at every pass (the kernel's packing): read-only
+def shapes(cfg: GPTConfig) -> Mapping[str, tuple[int, ...]]:
     """Every parameter's shape, in the model's order: init's, and the kernel's packing."""
     d, h = cfg.d, cfg.mlp * cfg.d
     out = {"wte": (cfg.vocab, d)}
@@ -58,7 +61,7 @@ def shapes(cfg: GPTConfig) -> dict[str, tuple[int, ...]]:
     out |= {"lnf.w": (d,), "lnf.b": (d,)}
     if cfg.norm == "rmsnorm":  # no bias: RMSNorm scales only
         out = {k: v for k, v in out.items() if not k.endswith(("ln1.b", "ln2.b", "lnf.b"))}
-    return out
+    return MappingProxyType(out)
 
 
 def init(cfg: GPTConfig, seed: int) -> dict[str, np.ndarray]:

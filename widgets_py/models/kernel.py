@@ -53,18 +53,19 @@ class Kernel:
     def __init__(self, host):
         self.host = host
         self.live: Program | None = None  # a program whose later phase reads what it left in memory
+        self.last: tuple[Program, dict] | None = None  # the program run last, and its inputs
 
     @property
     def base(self) -> int:
         """Where a one-op program goes (floats): past what a training forward keeps, so a
         product between it and its backward leaves that in place."""
-        return self.live.end if self.live is not None else HEAP
+        return self.live.end[0] if self.live is not None else HEAP
 
     def run(self, prog: Program, phase: int, inputs: dict[str, np.ndarray], p: int = 0) -> list[np.ndarray]:
         """One phase of a program: its inputs written (the first phase's), its tape run in one
         call, its outputs read back. p: the program's free size (a KV cache's length)."""
         if phase == 0:
-            if self.live is not None and prog.start < self.live.end:
+            if self.live is not None and prog.start < self.live.end[0]:
                 self.live = None  # this program writes over what it kept
             if len(prog.phases) > 1:
                 self.live = prog
@@ -72,24 +73,29 @@ class Kernel:
             raise RuntimeError("the kernel has run another pass since this training forward: what it kept is gone")
         elif phase + 1 == len(prog.phases):
             self.live = None  # read once: what comes next may take its place
-        self.host.reserve(program.dim(prog.end).at(p))
+        self.host.reserve(prog.end[0] + prog.end[1] * p)
+        before = self.last[1] if self.last is not None and self.last[0] is prog else {}
         for name, x in inputs.items():
-            buffer = prog.inputs[name]
-            if x.size != program.dim(program.size(buffer.shape)).at(p):
-                raise ValueError(f"{name}: {x.shape} for a program built for {buffer.shape}")
+            at, at_p, floats, floats_p, stays = prog.inputs[name]
+            if x.size != floats + floats_p * p:
+                raise ValueError(f"{name}: {x.shape} for a program built for {floats} + {floats_p}·P floats (P = {p})")
+            if stays and before.get(name) is x and not x.flags.writeable:
+                continue  # still there, unchanged: a decode step's weights, the same program each step
             if x.dtype != np.float32:
                 x = x.astype(np.int32, copy=False).view(np.float32)  # token ids: int32, as the kernel reads them
-            self.host.write(program.dim(buffer.at).at(p), x if x.flags.c_contiguous else np.ascontiguousarray(x))
+            self.host.write(at + at_p * p, x if x.flags.c_contiguous else np.ascontiguousarray(x))
+        if phase == 0:
+            self.last = (prog, inputs)
         step = prog.phases[phase]
-        tape = step.tape(p)
-        self.host.write(step.at, tape.view(np.float32))
-        self.host.run(4 * step.at, tape.size)
-        return [self.read(prog, x, p) for x in step.outputs]
+        if not before or phase:  # else the tape is where this program left it (patched in place)
+            self.host.write(step.at, step.tape.view(np.float32))
+        self.host.run(4 * step.at, step.tape.size, p)
+        return [self.read(at, shape) for at, shape in step.outputs]
 
-    def read(self, prog: Program, x: program.Ref, p: int = 0) -> np.ndarray:
-        """An array of a program that ran, where it lies."""
-        out = np.empty(tuple(program.dim(n).at(p) for n in x.shape), np.float32)
-        self.host.read(prog.address(x, p), out)
+    def read(self, at: int, shape: tuple) -> np.ndarray:
+        """The array of `shape` that lies at `at` (floats): a program's output, or what it kept."""
+        out = np.empty(shape, np.float32)
+        self.host.read(at, out)
         return out
 
     # ---- one-op programs ------------------------------------------------------------------
@@ -133,9 +139,9 @@ class Kernel:
             raise ValueError("AdamW's arrays must be contiguous, of one size, the mask int32")
         prog, at = _adamw(n)
         step = prog.phases[0]  # the scalars change every step: written into the tape, not compiled in
-        tape = step.base.copy()
+        tape = step.tape.copy()
         tape[at:at + 7] = np.array([k1, k2, decay, lr, c1, c2, eps], np.float32).view(np.int32)
-        patched = Program(prog.start, (program.Phase(step.at, tape, None, step.outputs),), prog.inputs, prog.end, {})
+        patched = Program(prog.start, (program.Phase(step.at, tape, step.outputs),), prog.inputs, prog.end, {})
         for x, out in zip((p, m, v), self.run(patched, 0, {"p": p, "m": m, "v": v, "g": g, "mask": decayed})):
             x[...] = out
 

@@ -95,8 +95,8 @@ class Recorder:
         self.ops.append(("read", int(at), out.size))
         self.outs.append(out)
 
-    def run(self, tape: int, n: int) -> None:  # the kernel's one export
-        self.ops.append(("call", "run", [int(tape), int(n)]))
+    def run(self, tape: int, n: int, p: int) -> None:  # the kernel's one export
+        self.ops.append(("call", "run", [int(tape), int(n), int(p)]))
 
 
 class Job:

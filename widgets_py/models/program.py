@@ -11,8 +11,9 @@ records gpt's layers as these primitives, and this module lays them out and enco
 An address is a byte address in the kernel's memory; a size counts floats; a float field is
 its float32 bits. A program may have one free size, `P`, the length of a KV cache (a decode
 step's past grows by one each time): a size or address that depends on it is affine in it,
-`Dim(a, b)` = a + b·P, and the tape is encoded as base + P·slope, so one program serves
-every cache length (tape.py keeps such buffers after the others).
+`Dim(a, b)` = a + b·P (such buffers lie after the others). Such a tape starts with a `patch`
+op listing those fields as (index, a, b), which the kernel's `run(tape, n, p)` sets to a + b·p
+before the rest runs: one program, and one tape, serve every step of a decode.
 
 Buffers are laid out by their lifetimes: each from the op that first writes it (or the
 program's start, for an input) to the last op that reads it (or the end: outputs, and what a
@@ -56,6 +57,7 @@ OPS = {
 }
 FIELDS = {op: tuple(tuple(f.split()) for f in spec.split(", ")) for op, spec in OPS.items()}  # op -> ((kind, name), ...)
 CODES = {op: i + 1 for i, op in enumerate(OPS)}
+PATCH = 0  # the opcode of a tape's first op when fields grow with P: [PATCH, length, (index, a, b) ...]
 ALIGN = 16  # floats: each buffer starts on a 64-byte line
 
 
@@ -150,33 +152,34 @@ def ref(buffer: Buffer) -> Ref:
 
 @dataclass(frozen=True)
 class Phase:
-    """One call: its tape (at `at`, in floats) as base + P·slope, and what it returns."""
+    """One call: its tape (at `at`, in floats), and what it returns."""
 
     at: int
-    base: np.ndarray  # int32
-    slope: np.ndarray | None  # int32, None if nothing in it depends on P
-    outputs: tuple  # of Ref: read after the call
-
-    def tape(self, p: int) -> np.ndarray:
-        return self.base if self.slope is None else self.base + np.int32(p) * self.slope
+    tape: np.ndarray  # int32: a patch op if any field grows with P, then the ops
+    outputs: tuple  # (at, shape) of each array read after the call: none depends on P
 
 
 @dataclass(frozen=True)
 class Program:
     """Ops laid out in the kernel's memory from `start` (floats), ready to run: the tapes of its
     phases (a training step's forward, then its backward: one call each, what the first keeps
-    read in place by the second), its inputs by name, written before the first, and where
-    everything ends."""
+    read in place by the second), its inputs, written before the first, and where everything
+    ends. Every place is plain integers, worked out once: a decode step runs its program
+    hundreds of times, in a Python that Pyodide makes several times slower than CPython."""
 
     start: int
     phases: tuple[Phase, ...]
-    inputs: dict  # name -> Buffer
-    end: int | Dim
-    kept: dict  # layer name -> (kind, Ref, ...): what a backward reads (tape.py)
+    inputs: dict  # name -> (at, at per P, floats, floats per P, stays: lives to the end, never written)
+    end: tuple[int, int]  # floats, floats per P
+    kept: dict  # layer name -> (kind, (at, shape) or None, ...): what a backward reads (tape.py)
 
-    def address(self, x: Ref, p: int) -> int:
-        """Where x lies, in floats from the memory's start, for a free size p."""
-        return dim(x.buffer.at).at(p) + dim(x.offset).at(p)
+
+def place(x: Ref) -> tuple[int, tuple]:
+    """Where an array lies (floats from the memory's start) and its shape, neither growing with P."""
+    at, shape = dim(x.buffer.at) + x.offset, tuple(dim(n) for n in x.shape)
+    if at.b or any(n.b for n in shape):
+        raise ValueError(f"{x.buffer} is read back, but its place or size grows with the cache's length")
+    return at.a, tuple(n.a for n in shape)
 
 
 class Builder:
@@ -251,10 +254,15 @@ class Builder:
         for ops in phases:
             tapes.append(at)
             at = _aligned(at + length(ops))
-        end = lay_out(self.buffers, at)
-        return Program(start, tuple(Phase(tape_at, *encode(ops), outs)
+        end = dim(lay_out(self.buffers, at))
+        inputs = {}
+        for name, b in self.inputs.items():
+            at, floats = dim(b.at), dim(size(b.shape))
+            inputs[name] = (at.a, at.b, floats.a, floats.b, b.last == math.inf and not b.replaced_by)
+        kept = {name: (kind, *(None if x is None else place(x) for x in xs)) for name, (kind, *xs) in self.kept.items()}
+        return Program(start, tuple(Phase(tape_at, encode(ops), tuple(place(x) for x in outs))
                                     for tape_at, ops, outs in zip(tapes, phases, self.outputs)),
-                       dict(self.inputs), end, dict(self.kept))
+                       inputs, (end.a, end.b), kept)
 
 
 def lay_out(buffers: list[Buffer], start: int) -> int | Dim:
@@ -306,32 +314,48 @@ def _merged(free: list[list[int]]) -> list[list[int]]:
     return out
 
 
-def encode(ops: list[tuple[str, dict]]) -> tuple[np.ndarray, np.ndarray | None]:
-    """ops -> (base, slope) int32 tapes, their buffers laid out."""
-    base: list[int] = []
-    slope: list[int] = []
+def _grows(kind: str, value) -> bool:
+    """Whether a field may grow with P, known before the layout (which only a buffer's place
+    waits for): a size in P, or an address in a buffer that grows, or at an offset that does."""
+    if kind.endswith("*"):
+        return isinstance(value, Ref) and (value.buffer.base.dynamic or dim(value.offset).b != 0)
+    return isinstance(value, Dim) and value.b != 0
+
+
+def _growing(ops: list[tuple[str, dict]]) -> int:
+    return sum(_grows(kind, values.get(name)) for op, values in ops for kind, name in FIELDS[op])
+
+
+def encode(ops: list[tuple[str, dict]]) -> np.ndarray:
+    """ops -> their int32 tape, their buffers laid out; first the patch op, if any field grows."""
+    body: list[int] = []
+    patch: list[tuple[int, int, int]] = []  # (index in body, a, b)
     for op, values in ops:
         fields = FIELDS[op]
-        base += [CODES[op], 2 + len(fields)]
-        slope += [0, 0]
+        body += [CODES[op], 2 + len(fields)]
         for kind, name in fields:
             value = values.get(name, 0)
+            grows = _grows(kind, value)
             if kind.endswith("*"):
                 value = 0 if value is None else 4 * (dim(value.buffer.at) + value.offset)
             elif kind == "f":
                 value = int(np.float32(value).view(np.int32))
             value = dim(value)
-            base.append(value.a)
-            slope.append(value.b)
-    base_array = np.array(base, np.int64)
-    if base_array.size and (base_array.max() >= 2**31 or base_array.min() < -2**31):
+            if grows:
+                patch.append((len(body), value.a, value.b))
+            body.append(value.a)
+    head = 2 + 3 * len(patch) if patch else 0  # the patch op's length: the body's indices shift by it
+    tape = ([PATCH, head] + [v for i, a, b in patch for v in (head + i, a, b)] if patch else []) + body
+    out = np.array(tape, np.int64)
+    if out.size and (out.max() >= 2**31 or out.min() < -2**31):
         raise ValueError("a program reaches past the kernel's 2 GB of addresses")
-    return base_array.astype(np.int32), (np.array(slope, np.int32) if any(slope) else None)
+    return out.astype(np.int32)
 
 
 def length(ops: list[tuple[str, dict]]) -> int:
     """int32s the tape of these ops takes."""
-    return sum(2 + len(FIELDS[op]) for op, _ in ops)
+    growing = _growing(ops)
+    return sum(2 + len(FIELDS[op]) for op, _ in ops) + (2 + 3 * growing if growing else 0)
 
 
 # ---- wasm/ops.h, generated ---------------------------------------------------------------
@@ -343,6 +367,7 @@ def header() -> str:
     """wasm/ops.h: a struct per primitive, in OPS's field order, and run()'s dispatch."""
     lines = ["/* Generated from widgets_py/models/program.py (OPS): python -m widgets_py.models.kernel --build */",
              "#ifndef OPS_H", "#define OPS_H", '#include "kernel.h"', ""]
+    lines.append(f"#define OP_PATCH {PATCH} /* (index, a, b): tape[index] = a + b p */")
     for op, code in CODES.items():
         lines.append(f"#define OP_{op.upper()} {code}")
     lines.append("")

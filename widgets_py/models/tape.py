@@ -34,6 +34,7 @@ class Tape(Builder):
             self.params[name] = (at, tuple(shape))
             at += size(shape)
         self.weights = self.input("weights", (at,))
+        self.keep(self.weights)  # never written over: the next run of the program may find them there
         self.grads: Ref | None = None
 
     def w(self, name: str) -> Ref:

@@ -3,6 +3,7 @@
 #define OPS_H
 #include "kernel.h"
 
+#define OP_PATCH 0 /* (index, a, b): tape[index] = a + b p */
 #define OP_PRODUCT 1
 #define OP_TRANSPOSE 2
 #define OP_SOFTMAX 3
