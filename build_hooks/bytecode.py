@@ -94,8 +94,8 @@ with open({out!r} + "files.json", "w") as f:
 
 RUNTIME_IMPORTS = "import numpy"
 # What the worker does with the package (worker.js, through the entry's functions), so that
-# every module it imports is listed, those imported inside functions too: each widget module,
-# the warm-up's steps and staged runs, every widget at its defaults, the code panel's source,
+# every module it imports is listed, those imported inside functions too: the warm-up
+# (browser.WarmUp: each widget module, the preparations, the staged runs), every widget at its defaults, the code panel's source,
 # an edit that runs, one that does not compile and one that raises (the traceback's path), a
 # training step; then `{scanned}`, every module the package's source names in an import
 # statement (one on a path not taken here, too). The list is what trim.py keeps.
@@ -104,14 +104,11 @@ PACKAGE_IMPORTS = """\
 import importlib, json
 import {entry} as entry
 entry.prepare()  # as worker.js: numpy, and the worker's session (engine.session)
-for name in json.loads(entry.modules()):
-    entry.warm(name)
-for i in range(entry.warm_steps()):
-    entry.warm_step(i)
-for name in json.loads(entry.warm_runs()):
-    run = entry.Run(name, "{{}}")
-    while json.loads(run.advance()).get("partial"):
-        pass
+warm = entry.WarmUp()  # as worker.js pumps it, without a helper
+while not (task := json.loads(warm.advance()))["done"]:
+    pass
+if task["failed"]:
+    raise RuntimeError("the warm-up failed: " + "; ".join(task["failed"]))
 from {registry} import names, get
 for name in names():
     entry.fixed(name, "{{}}")

@@ -100,9 +100,9 @@ def test_widget_goes_ready_responds_and_agrees_with_cpython(watched, server):
 
 
 def test_the_worker_warms_every_module_and_first_change_up_and_has_a_helper(watched, server):
-    """After the page is interactive, the worker imports every widget module, runs every
-    preparation a first change would pay (browser.warm_steps) and the staged widgets at their
-    defaults (browser.warm_runs), then says so: nothing failed. It sends passes to the kernel's
+    """After the page is interactive, the worker runs browser.WarmUp a task per turn: every
+    widget module, every preparation a first change would pay, the staged widgets at their
+    defaults; then says so: nothing failed. It sends passes to the kernel's
     helper (helper.js), which the page started for it. The first quantize change then scores
     only the formats a new group alters: never the original model again."""
     page = watched.page
@@ -137,7 +137,7 @@ SILENT_HELPER = """self.onmessage = ({ ports }) => {  // takes the kernel, never
 def test_quantize_answers_without_the_kernels_helper(watched, server, helper):
     """A helper that does not load (no helper.js) is not used; one that stops answering is
     waited for a moment (worker.js JOB_MS), then this worker scores the formats itself: the
-    same numbers. The warm-up's quantize run (browser.warm_runs) is the first to send it a
+    same numbers. The warm-up's quantize run (browser.WarmUp) is the first to send it a
     job, so by the end of the warm-up the silent helper is found out (`helped` false though it
     said it was ready), and no change waits for it again."""
     page = watched.page

@@ -81,7 +81,7 @@ def test_the_site_serves_the_pinned_archives_and_bytecode_of_what_the_worker_imp
 
 
 CHECK = """\
-import importlib.machinery, json, sys, zipimport
+import importlib, importlib.machinery, json, sys, zipimport
 def from_source():
     return sorted(m.__spec__.origin for m in list(sys.modules.values())
                   if getattr(m, "__spec__", None) and (m.__spec__.origin or "").endswith(".py"))
@@ -95,9 +95,9 @@ def spy_zip(path, source):
     return compile_source(path, source)
 importlib.machinery.SourceFileLoader.source_to_code, zipimport._compile_source = spy, spy_zip
 import numpy
-from widgets_py.engine.browser import modules, warm
-for name in json.loads(modules()):
-    warm(name)
+from widgets_py.engine import registry
+for name in registry.modules():  # the widget modules, as the warm-up imports them
+    importlib.import_module(name)
 json.dumps({"booted_from_source": booted, "compiled": compiled, "loaded": len(sys.modules)})
 """
 

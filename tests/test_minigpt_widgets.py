@@ -43,14 +43,14 @@ def test_counter_ratio_is_exactly_L():
 
 
 def test_the_workers_warm_steps_leave_what_first_changes_need_in_place():
-    """The preparations the worker runs one per turn while the reader reads (browser.warm_steps,
-    warm_step) leave the corpus's bigram bound computed and every model's weights loaded and
-    checked, for the widgets' first changes to find."""
-    from widgets_py.engine import browser, session
+    """The preparations the worker runs one per turn while the reader reads (browser.WarmUp's,
+    pretrained.preparations) leave the corpus's bigram bound computed and every model's weights
+    loaded and checked, for the widgets' first changes to find."""
+    from widgets_py.engine import session
 
     pretrained.forget()
     corpus.bigram_bound.cache_clear()
-    for i in range(browser.warm_steps()):
-        browser.warm_step(i)
+    for step in pretrained.preparations():
+        step()
     assert session.current().models.keys() == pretrained.specs().keys()  # loaded, in this session
     assert corpus.bigram_bound.cache_info().currsize == 1

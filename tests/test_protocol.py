@@ -56,6 +56,7 @@ def test_worker_js_calls_only_the_listed_entries():
             assert callable(getattr(getattr(browser, cls), method)), (cls, method)
     assert set(re.findall(r"\brun\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["Run"])
     assert set(re.findall(r"\btrainer\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["Trainer"])
+    assert set(re.findall(r"\bwarm\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["WarmUp"])
 
 
 def test_helper_js_replays_exactly_the_ops():

@@ -53,11 +53,11 @@ def test_quantize_shows_its_figure_first_then_each_format_int4_first():
 
 
 def test_the_worker_warms_the_staged_widgets_at_their_defaults():
-    """browser.warm_runs: every staged compute but the clock, whose timings are the reader's
-    to ask for. Once they ran at their defaults, a quantize group change scores only the four
-    formats with a scale (the original model and BF16 are kept), and the defaults come back
-    in one stage."""
-    warmed = json.loads(browser.warm_runs())
+    """browser.WarmUp.staged: every staged compute but the clock, whose timings are the
+    reader's to ask for. Once they ran at their defaults, a quantize group change scores only
+    the four formats with a scale (the original model and BF16 are kept), and the defaults
+    come back in one stage."""
+    warmed = browser.WarmUp.staged()
     assert warmed == [n for n in names() if registry.is_staged(n) and n != "clock"]
     assert {"quantize", "sampling", "speculative", "batching"} <= set(warmed)
     pretrained.forget()
@@ -214,3 +214,24 @@ def test_quantize_keeps_no_helper_bookkeeping():
         assert word not in source, word
     body = source[source.index("def quantization("):source.index("\ndef ", source.index("def quantization(") + 1)]
     assert len(body.strip().splitlines()) <= 40
+
+
+def test_the_warm_up_runs_every_task_in_order_and_notes_what_fails(monkeypatch):
+    """browser.WarmUp, which worker.js pumps a task per turn once the page is interactive:
+    every widget module, the preparations, then each staged widget at its defaults a stage
+    per task (their stages keep what a reader's first change would pay). A module that fails
+    to import is noted, in the line worker.js shows, and the rest go on."""
+    from widgets_py.engine.session import Session
+
+    modules = [*registry.modules(), "widgets_py.cap15.absent"]
+    monkeypatch.setattr(registry, "modules", lambda: modules)
+    with Session().active():
+        warm = browser.WarmUp()
+        tasks = []
+        while not (task := json.loads(warm.advance()))["done"]:
+            tasks.append(task)
+        assert task["failed"] == ["widgets_py.cap15.absent: ModuleNotFoundError: No module named 'widgets_py.cap15.absent'"]
+        staged = browser.WarmUp.staged()
+        assert "quantize" in staged and "clock" not in staged  # clock times the machine: when asked
+        assert len(tasks) > len(modules) + len(pretrained.preparations()) + len(staged)  # staged runs: a task per stage
+        assert all(task["waiting"] is None for task in tasks)  # no helper here

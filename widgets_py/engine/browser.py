@@ -13,7 +13,7 @@ from . import on_miss, registry, session, svg
 def prepare(runtime_url: str | None = None) -> None:
     """What every widget needs before any can answer, imported before the page is told the
     widgets are ready (a widget that shows "ready" answers its first change without waiting
-    for numpy's import); the widget modules follow, one per turn (modules(), warm()).
+    for numpy's import); the rest follows, a task per turn (WarmUp).
     `runtime_url`, the site's Pyodide folder: where an import the trimmed runtime left out
     is fetched from (on_miss.py)."""
     if runtime_url:
@@ -23,42 +23,66 @@ def prepare(runtime_url: str | None = None) -> None:
     session.start()  # the worker's one session: its memo, weights, kernel and helper (engine.session)
 
 
-def modules() -> str:
-    """JSON list of the widget modules, for warm(): the worker imports them one per turn once
-    the page is interactive, so that the reader's first change does not pay for them all."""
-    return json.dumps(registry.modules())
+class WarmUp:
+    """What the worker does while the reader reads, once the page is interactive: a task per
+    call (advance), calls from the page answered in between (worker.js pumps it a turn at a
+    time). In order:
+    - the widgets' modules, so that the reader's first change does not pay for them all;
+    - the kernel's helper, if the page gave one (`helper`: worker.js's client of it;
+      models.offload), once the models are in (they load the kernel);
+    - the preparations (models.pretrained.preparations: the corpus, the weights, the kernel's
+      first calls), which a widget's first change would pay for (benchmarks/recompute.py
+      times first changes among the others: the training widget's p95 is that first change);
+    - each staged widget at its defaults, a stage per task (`staged`): their stages keep what
+      they compute (pretrained.derived: quantize's held-out losses, the batching sweep,
+      sampling's prefill, speculative's target run). The page shows those defaults
+      prerendered, so a reader's first change computes only what it alters (a new quantize
+      group: four formats, not the original model and BF16 as well), and a return to the
+      defaults answers at once. Not a widget that times the machine (`Output.timed`): its
+      timings are taken when the reader asks.
+    A task that fails is noted in `failed` and the rest go on: its widget says so when called."""
 
+    def __init__(self, helper=None):
+        self.failed: list[str] = []
+        self.tasks = self._tasks(helper)
 
-def warm(module: str) -> None:
-    importlib.import_module(module)
+    def advance(self) -> str:
+        """JSON {done, waiting}: the next task run; `waiting`, the helper's job the next one
+        reads (worker.js waits for it); at the end, `failed`."""
+        waiting = next(self.tasks, "done")
+        if waiting == "done":
+            return json.dumps({"done": True, "failed": self.failed})
+        return json.dumps({"done": False, "waiting": waiting})
 
+    def _tasks(self, helper):
+        from ..models import pretrained
 
-def warm_steps() -> int:
-    """How many preparation steps (models.pretrained.preparations: the corpus, the weights, the
-    kernel's first calls) the worker runs, one per turn, once the widgets' modules are in: a
-    widget's first change would pay for them (benchmarks/recompute.py times first changes
-    among the others: the training widget's p95 is that first change)."""
-    from ..models import pretrained
+        for module in registry.modules():
+            self._try(module, importlib.import_module, module)
+            yield None
+        if helper is not None:
+            self._try("helper", connect, helper)
+            yield None
+        for i, step in enumerate(pretrained.preparations()):
+            self._try(f"pas {i}", step)
+            yield None
+        for name in self.staged():
+            run = self._try(name, Run, name, "{}")
+            while run is not None and (reply := self._try(name, run.advance)) is not None:
+                if not json.loads(reply).get("partial"):
+                    break
+                yield run.waiting()
 
-    return len(pretrained.preparations())
+    @staticmethod
+    def staged() -> list[str]:
+        return [name for name in registry.names() if registry.is_staged(name) and not registry.get(name).timed]
 
-
-def warm_step(i: int) -> None:
-    from ..models import pretrained
-
-    pretrained.preparations()[i]()
-
-
-def warm_runs() -> str:
-    """JSON list of the widgets the worker runs at their defaults, a stage per turn, once the
-    preparations are in: the staged computes, whose stages keep what they compute
-    (pretrained.derived: quantize's held-out losses, the batching sweep, sampling's prefill,
-    speculative's target run). The page shows those defaults prerendered, so a reader's first
-    change computes only what it alters (a new quantize group: four formats, not the original
-    model and BF16 as well), and a return to the defaults answers at once. Not a widget that
-    times the machine (`Output.timed`): its timings are taken when the reader asks."""
-    return json.dumps([name for name in registry.names()
-                       if registry.is_staged(name) and not registry.get(name).timed])
+    def _try(self, what: str, f, *args):
+        try:
+            return f(*args)
+        except Exception as e:  # said again when its widget is called
+            self.failed.append(f"{what}: {f'{type(e).__name__}: {e}'.strip().splitlines()[-1]}")
+            return None
 
 
 def render(name: str, params_json: str, layout: str = svg.WIDE.name) -> str:

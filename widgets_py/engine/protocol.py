@@ -61,9 +61,8 @@ SCHEDULE = {
 
 # What worker.js calls in browser.py (the package's browser entry), and on the objects two of
 # them return (Pyodide's proxies add destroy()).
-ENTRIES = ("prepare", "modules", "warm", "warm_steps", "warm_step", "warm_runs", "connect",
-           "Run", "fixed", "source", "render_edited", "Trainer")
-METHODS = {"Run": ("advance", "waiting"), "Trainer": ("advance",)}
+ENTRIES = ("prepare", "WarmUp", "Run", "fixed", "source", "render_edited", "Trainer")
+METHODS = {"WarmUp": ("advance",), "Run": ("advance", "waiting"), "Trainer": ("advance",)}
 
 Floats = Annotated[Any, "Float32Array"]  # numpy's float32 array in Python, a Float32Array in JavaScript
 

@@ -35,60 +35,22 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   warmUp(); // not awaited: calls are answered from now on
 }
 
-/** The widgets' modules load while the reader reads, one per turn: calls go in between.
- *  At the end the page hears what failed (WARM): nothing, unless something is broken. */
+/** What Python does while the reader reads (browser.WarmUp says what, in which order), a
+ *  task per turn: calls go in between. At the end the page hears what failed (WARM):
+ *  nothing, unless something is broken. */
 async function warmUp() {
-  const failed = [];
-  for (const module of JSON.parse(entry.modules())) {
-    await turn();
-    try {
-      entry.warm(module);
-    } catch (error) {
-      // a module that fails to import says so when its widget is called, too
-      failed.push(`${module}: ${lastLine(error)}`);
-    }
-  }
-  // the kernel's helper, once the models are in (not before "ready": they load the kernel)
-  if (helperPort) {
-    await turn();
-    try {
-      helper = helperClient(helperPort);
-      entry.connect(helper);
-    } catch (error) {
-      failed.push(`helper: ${lastLine(error)}`);
-    }
-  }
-  // then what the widgets' first changes would pay: the corpus, the weights, the kernel's first calls
-  for (let i = 0, n = entry.warm_steps(); i < n; i++) {
-    await turn();
-    try {
-      entry.warm_step(i);
-    } catch (error) {
-      // a step that fails says so when a widget needs it, too
-      failed.push(`pas ${i}: ${lastLine(error)}`);
-    }
-  }
-  // then each staged widget at its defaults, a stage per turn: what they keep makes a
-  // reader's first change cheaper (entry.warm_runs says which, and why)
-  let staged = [];
+  if (helperPort) helper = helperClient(helperPort); // the kernel's helper, which WarmUp connects
+  const warm = entry.WarmUp(helper);
   try {
-    staged = JSON.parse(entry.warm_runs());
-  } catch (error) {
-    failed.push(`warm_runs: ${lastLine(error)}`); // a widget module that failed to import, above
-  }
-  for (const widget of staged) {
-    let run = null;
-    try {
-      run = entry.Run(widget, "{}");
+    for (;;) {
       await turn();
-      while (JSON.parse(run.advance()).partial) await betweenStages(run);
-    } catch (error) {
-      failed.push(`${widget}: ${lastLine(error)}`);
-    } finally {
-      if (run) run.destroy();
+      const task = JSON.parse(warm.advance());
+      if (task.done) return send({ type: P.WARM, failed: task.failed, helped: Boolean(helper && helper.ready) });
+      if (task.waiting != null) await helper.settled(task.waiting);
     }
+  } finally {
+    warm.destroy();
   }
-  send({ type: P.WARM, failed, helped: Boolean(helper && helper.ready) });
 }
 
 /** The kernel's helper (helper.js), through the port the page gave (kernel.js): Python's
