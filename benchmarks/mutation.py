@@ -29,6 +29,7 @@ MODULES = {  # module -> (its file, the unit tests that own it)
     "numformats": ("widgets_py/models/numformats.py", ["tests/test_quantize.py"]),  # quantize's rounding
     # the browser's kernel: the programs Python compiles for it, and its Python side (slow: hypothesis)
     "program": ("widgets_py/models/program.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
+    "builder": ("widgets_py/models/builder.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
     "tape": ("widgets_py/models/tape.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
     "compiled": ("widgets_py/models/compiled.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
     "kernel": ("widgets_py/models/kernel.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),

@@ -445,9 +445,9 @@ def kernel_session(**kw):
 
 def passes_ran(session) -> set[str]:
     """The primitives the session's kernel ran (wasm_host records each op's code)."""
-    from widgets_py.models import program
+    from widgets_py.models import primitives
 
-    codes = {code: op for op, code in program.CODES.items()}
+    codes = {code: op for op, code in primitives.CODES.items()}
     return {codes[c] for c in session.backend.kernel.host.calls}
 
 

@@ -18,27 +18,28 @@ from hypothesis import strategies as st
 from wasm_host import WasmtimeHost, kernel, on_kernel, wasmtime  # noqa: F401  (skips the module without wasmtime)
 
 from widgets_py.engine.session import Session
-from widgets_py.models import backend, compiled, gpt, program, tape
+from widgets_py.models import backend, compiled, gpt, kernel_build, primitives, program, tape
 from widgets_py.models import kernel as wasm
 from widgets_py.models.backend import Backend
-from widgets_py.models.program import P, Buffer, Builder, Dim, Ref, lay_out
+from widgets_py.models.builder import Builder
+from widgets_py.models.program import P, Buffer, Dim, Ref, lay_out
 
 
 # ---- the binary and its sources ------------------------------------------------------------
 
 def test_the_generated_header_is_current():
-    """wasm/ops.h is program.OPS written as C: a struct per primitive and run()'s dispatch."""
-    assert wasm.HEADER.read_text() == program.header(), "regenerate: python -m widgets_py.models.kernel --build"
+    """wasm/ops.h is primitives.OPS written as C: a struct per primitive and run()'s dispatch."""
+    assert wasm.HEADER.read_text() == primitives.header(), "regenerate: python -m widgets_py.models.kernel_build"
 
 
 def test_the_committed_binary_is_its_sources_built():
     """Debian 12's clang 14 builds the same bytes from wasm/*.c: what ships is what the
     sources say (./dev test installs clang-14 and lld-14; a machine without them skips)."""
-    if wasm.toolchain() is None:
+    if kernel_build.toolchain() is None:
         if os.environ.get("CI"):
-            pytest.fail(f"no {' or '.join(wasm.CLANG)}: ./dev test installs clang-14 and lld-14")
-        pytest.skip(f"no {' or '.join(wasm.CLANG)} (apt-get install clang-14 lld-14)")
-    assert wasm.WASM.read_bytes() == wasm.build(), "rebuild: python -m widgets_py.models.kernel --build"
+            pytest.fail(f"no {' or '.join(kernel_build.CLANG)}: ./dev test installs clang-14 and lld-14")
+        pytest.skip(f"no {' or '.join(kernel_build.CLANG)} (apt-get install clang-14 lld-14)")
+    assert wasm.WASM.read_bytes() == kernel_build.build(), "rebuild: python -m widgets_py.models.kernel_build"
 
 
 def test_the_binary_exports_run_and_starts_programs_past_its_stack():
@@ -89,8 +90,8 @@ def test_a_tape_is_each_ops_code_length_and_fields():
     b.phase(out)
     prog = b.program(wasm.HEAP)
     tape_ = prog.phases[0].tape
-    assert list(tape_[:6]) == [program.CODES["add"], 6, 4 * out.buffer.at, 4 * x.buffer.at, 4 * y.buffer.at, 15]
-    assert list(tape_[6:9]) == [program.CODES["divide"], 5, 4 * out.buffer.at]
+    assert list(tape_[:6]) == [primitives.CODES["add"], 6, 4 * out.buffer.at, 4 * x.buffer.at, 4 * y.buffer.at, 15]
+    assert list(tape_[6:9]) == [primitives.CODES["divide"], 5, 4 * out.buffer.at]
     assert tape_[10].view(np.float32) == np.float32(0.5)
     assert prog.phases[0].at == wasm.HEAP and x.buffer.at >= wasm.HEAP + tape_.size
 
@@ -106,7 +107,7 @@ def test_a_field_that_grows_with_the_cache_is_patched_by_the_kernel_at_each_run(
     b.phase(last)
     prog = b.program(wasm.HEAP)
     tape_ = prog.phases[0].tape
-    assert tape_[0] == program.PATCH and tape_[1] == 2 + 3  # one field grows: the source's address
+    assert tape_[0] == primitives.PATCH and tape_[1] == 2 + 3  # one field grows: the source's address
     index, a, slope = tape_[2:5]
     assert tape_[index - 1] == 4 * last.buffer.at and (a, slope) == (4 * x.buffer.at, 4 * 4)
     k = kernel()
@@ -552,8 +553,8 @@ def test_warming_the_kernel_runs_every_primitive_the_shipped_models_use():
     k = kernel()
     with on_kernel(k):
         gpt.warm_kernel()
-    codes = {code: op for op, code in program.CODES.items()}
-    assert {codes[c] for c in k.host.calls} == set(program.OPS) - {"gelu", "gelu_backward", "relu"}
+    codes = {code: op for op, code in primitives.CODES.items()}
+    assert {codes[c] for c in k.host.calls} == set(primitives.OPS) - {"gelu", "gelu_backward", "relu"}
 
 
 def test_quantizes_activation_maxima_read_the_kernels_kept_caches():

@@ -13,7 +13,7 @@ from wasm_host import WasmtimeHost, kernel, on_kernel  # noqa: F401  (skips the 
 from widgets_py.cap15 import quantize
 from widgets_py.engine import browser, protocol, registry, session
 from widgets_py.engine.widget import finish
-from widgets_py.models import backend, corpus, gpt, offload, pretrained, program, train
+from widgets_py.models import backend, corpus, gpt, offload, pretrained, primitives, train
 from widgets_py.models import kernel as wasm
 from widgets_py.models.compiled import Compiled
 
@@ -142,7 +142,7 @@ def test_quantize_answers_the_same_with_the_helper(kernelled, answer):
         helped = finish(quantize.quantization(**params))
     assert helped == alone
     assert len(helper.jobs) == 3
-    losses = kernelled.host.calls[before:].count(program.CODES["pick"])  # the held-out losses this worker computed
+    losses = kernelled.host.calls[before:].count(primitives.CODES["pick"])  # the held-out losses this worker computed
     assert losses == (3 if answer == "reads" else 6)  # failed or late jobs: computed here
     pretrained.forget()
     assert finish(quantize.quantization(**params | {"group": 16})) != alone  # the test can tell

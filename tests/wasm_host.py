@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from widgets_py.models import kernel as wasm
-from widgets_py.models import program
+from widgets_py.models import primitives
 
 wasmtime = pytest.importorskip("wasmtime")
 
@@ -28,7 +28,7 @@ class WasmtimeHost:
         ops = np.frombuffer(self.memory.read(self.store, tape, tape + 4 * n), np.int32)
         at = 0
         while at < n:
-            if ops[at] != program.PATCH:
+            if ops[at] != primitives.PATCH:
                 self.calls.append(int(ops[at]))
             at += int(ops[at + 1])
         self._run(self.store, tape, n, p)

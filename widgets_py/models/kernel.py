@@ -5,7 +5,7 @@ loops, see layers.py) reach about 4 GFLOP/s here. The kernel (wasm/*.c, built by
 the committed wasm/kernel.wasm) multiplies in blocks of 4 rows × 8 columns held in eight
 f32x4 registers, about 4× faster at the mini-GPT's shapes (benchmarks/training.py measures
 both in the same run), and knows the model's other primitives (norms, attention, softmax,
-AdamW...; program.OPS). It knows no model: tape.py compiles each pass of gpt.py into a
+AdamW...; primitives.OPS). It knows no model: tape.py compiles each pass of gpt.py into a
 program of primitives, and `Kernel.run` writes the program's inputs and tape into the
 kernel's memory, makes one call, and reads its outputs back (numpy's cost per call in
 Pyodide, tens of microseconds some forty times a block, would outweigh this model's
@@ -13,7 +13,7 @@ arithmetic). A product alone, a loss's exponentials and AdamW are one-op program
 
 Each product sums over k in order, one float32 multiply and add at a time: not BLAS's order,
 so natively and in the browser the last bits differ, as they already did with einsum.
-`python -m widgets_py.models.kernel --build` regenerates wasm/ops.h from program.OPS and
+`python -m widgets_py.models.kernel_build` regenerates wasm/ops.h from primitives.OPS and
 rebuilds kernel.wasm with Debian's clang 14 (tests/test_kernel.py fails until the committed
 binary is its sources built); the tests run the kernel in wasmtime, behind this module's code.
 """
@@ -21,30 +21,23 @@ binary is its sources built); the tests run the kernel in wasmtime, behind this 
 from __future__ import annotations
 
 import math
-import shutil
-import subprocess
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from . import program
-from .program import FIELDS, Builder, Program
+from .builder import Builder
+from .primitives import FIELDS
+from .program import Program
 
 HERE = Path(__file__).resolve().parent / "wasm"
 WASM, HEADER = HERE / "kernel.wasm", HERE / "ops.h"
-SOURCES = ("products.c", "exp.c", "rows.c", "attention.c", "backward.c", "run.c")
 PAGE = 65536  # bytes in a WebAssembly memory page
 STACK = 16384  # bytes below the programs' memory: C's stack (the kernel keeps its values in locals)
 HEAP = STACK // 4  # floats: where programs start (the module's __heap_base, tested)
 VIEWS = 256  # views of the kernel's memory kept (BrowserHost)
-CLANG = ("clang-14", "wasm-ld-14")  # Debian 12's: the committed binary is theirs (./dev installs them)
-FLAGS = ("--target=wasm32", "-O2", "-msimd128", "-mbulk-memory", "-ffreestanding", "-nostdlib",
-         "-fno-vectorize", "-fno-slp-vectorize",  # the SIMD is written out: what the source says runs
-         "-Wall", "-Wextra", "-Werror", "-Wl,--no-entry", "-Wl,--stack-first", f"-Wl,-z,stack-size={STACK}",
-         "-Wl,--export=__heap_base", "-Wl,--strip-all")
 
 
 class Kernel:
@@ -229,34 +222,3 @@ def browser_kernel() -> tuple[Kernel | None, str | None]:
         return Kernel(BrowserHost(WASM.read_bytes())), None
     except Exception as e:  # a browser without WebAssembly SIMD (Safari < 16.4) compiles nothing
         return None, f"{type(e).__name__}: {e}"
-
-
-def toolchain() -> tuple[str, str] | None:
-    """clang and wasm-ld as the committed binary was built, or None if this machine lacks them."""
-    found = tuple(shutil.which(tool) for tool in CLANG)
-    return found if all(found) else None
-
-
-def build() -> bytes:
-    """wasm/*.c -> kernel.wasm's bytes, with ops.h as program.OPS writes it (a test and
-    authoring tool: the site ships the committed binary)."""
-    tools = toolchain()
-    if tools is None:
-        raise RuntimeError(f"building the kernel needs {' and '.join(CLANG)} (Debian: apt-get install clang-14 lld-14)")
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp)
-        for name in (*SOURCES, "kernel.h"):
-            shutil.copy(HERE / name, src / name)
-        (src / "ops.h").write_text(program.header())
-        out = src / "kernel.wasm"
-        subprocess.run([tools[0], *FLAGS, "-o", str(out), *SOURCES],
-                       cwd=src, check=True, capture_output=True, text=True)
-        return out.read_bytes()
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] != ["--build"]:
-        sys.exit("usage: python -m widgets_py.models.kernel --build   (writes wasm/ops.h and wasm/kernel.wasm)")
-    HEADER.write_text(program.header())
-    WASM.write_bytes(build())
-    print(f"{WASM.name}: {WASM.stat().st_size} bytes from {', '.join(SOURCES)}")

@@ -1,10 +1,6 @@
-"""A program of the browser kernel's primitives: its vocabulary, its buffers and their layout
-in the kernel's memory, and the int32 tape the kernel runs in one call.
-
-`OPS` is the kernel's vocabulary, written once: each primitive's fields, in the order of its
-C function's parameters (widgets_py/models/wasm/*.c). `wasm/ops.h` is generated from it (a
-struct per primitive and the dispatch of `run`), so the C side adds no second copy; tape.py
-records gpt's layers as these primitives, and this module lays them out and encodes them:
+"""A program of the browser kernel's primitives (primitives.py): its buffers, their layout in
+the kernel's memory, and the int32 tape the kernel runs in one call. builder.py writes
+programs (tape.py: gpt's passes); this module lays them out and encodes them:
 
     [opcode, length, field, field, ...] [opcode, length, ...] ...   (int32)
 
@@ -29,35 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# f*: a float array, i*: an int32 array (the tape holds their byte addresses; 0: none);
-# i: an int32; f: a float32. One line each, the C function's parameters in order.
-OPS = {
-    "product": "f* a, f* b, f* c, i m, i k, i n, i sa_i, i sa_p, i count",  # C = A @ B, `count` items one after the other
-    "transpose": "f* dst, f* src, i rows, i cols",
-    "softmax": "f* x, f* stats, i rows, i n, i tq, i offset, i norm, f scale",  # causal rows, in place; maxima, then sums, to stats
-    "norm": "f* x, f* out, f* w, f* b, f* keep_norm, f* keep_rstd, i rows, i c, i rms",  # layer norm, or RMSNorm
-    "bias": "f* x, f* b, i rows, i n, i relu",  # in place, then ReLU if relu
-    "relu": "f* x, f* out, i n",  # where no bias comes first to fold it into
-    "gelu": "f* x, f* out, i n",
-    "add": "f* out, f* x, f* y, i n",
-    "copy": "f* dst, f* src, i n",
-    "divide": "f* x, i n, f s",
-    "attention": "f* qkv, f* y, f* kv_past, f* kv_new, f* att, f* kt, f* vs, f* sc, f* yo, f* stats, "
-                 "i rows, i t, i c, i heads, i past, f scale",
-    "attention_backward": "f* dy, f* dqkv, f* qkv, f* att, f* vt, f* datt, f* dqh, f* dkh, f* dvh, "
-                          "i rows, i t, i c, i heads, f root",
-    "norm_backward": "f* dout, f* norm, f* rstd, f* w, f* dx, f* gw, f* gb, i rows, i c, i rms",
-    "relu_backward": "f* d, f* act, i n",  # in place
-    "gelu_backward": "f* d, f* x, i n",  # in place
-    "colsum": "f* dst, f* src, i rows, i n",
-    "pick": "f* dst, f* src, i* ids, i rows, i n",
-    "onehot": "f* x, i* ids, i rows, i n",  # x[r, ids[r]] -= 1
-    "scatter": "f* dst, i* ids, f* src, i rows, i c",  # dst[ids[r]] += src[r], in row order
-    "adamw": "f* p, f* m, f* v, f* g, i* mask, i n, f k1, f k2, f dec, f lr, f c1, f c2, f eps",
-}
-FIELDS = {op: tuple(tuple(f.split()) for f in spec.split(", ")) for op, spec in OPS.items()}  # op -> ((kind, name), ...)
-CODES = {op: i + 1 for i, op in enumerate(OPS)}
-PATCH = 0  # the opcode of a tape's first op when fields grow with P: [PATCH, length, (index, a, b) ...]
+from .primitives import CODES, FIELDS, PATCH
+
 ALIGN = 16  # floats: each buffer starts on a 64-byte line
 
 
@@ -182,95 +151,12 @@ def place(x: Ref) -> tuple[int, tuple]:
     return at.a, tuple(n.a for n in shape)
 
 
-class Builder:
-    """A program as it is written: ops on new buffers, each op numbered (across phases) so
-    that every buffer knows its lifetime. tape.py's Tape writes gpt's passes with it;
-    kernel.py its one-op programs (a product, AdamW)."""
-
-    def __init__(self):
-        self.ops: list[tuple[str, dict]] = []
-        self.buffers: list[Buffer] = []
-        self.inputs: dict[str, Buffer] = {}
-        self.phases: list[int] = [0]  # the first op of each phase
-        self.outputs: list[tuple] = []  # what each finished phase returns
-        self.kept: dict = {}
-
-    def new(self, shape: tuple, kind: str = "f") -> Ref:
-        buffer = Buffer(shape, kind)
-        self.buffers.append(buffer)
-        return ref(buffer)
-
-    def input(self, name: str, shape: tuple, kind: str = "f") -> Ref:
-        """A buffer written before the program runs."""
-        x = self.new(shape, kind)
-        x.buffer.first = x.buffer.last = -1
-        self.inputs[name] = x.buffer
-        return x
-
-    def emit(self, op: str, **fields) -> None:
-        unknown = fields.keys() - {name for _, name in FIELDS[op]}
-        if unknown:
-            raise TypeError(f"{op} has no field {', '.join(sorted(unknown))}: it has {OPS[op]}")
-        index = len(self.ops)
-        for value in fields.values():
-            if isinstance(value, Ref):
-                if value.buffer.replaced_by:
-                    raise ValueError(f"{value.buffer} was overwritten in place by {value.buffer.replaced_by}: "
-                                     "use that op's result")
-                b = value.buffer.base
-                b.first = index if b.first is None else b.first
-                b.last = index if b.last is None else max(b.last, index)
-        self.ops.append((op, fields))
-
-    def in_place(self, x: Ref, op: str) -> Ref:
-        """x as the op that overwrites it leaves it: the same memory, under a new name, and x
-        itself no longer readable (a later read would see the new values)."""
-        alias = Buffer(x.buffer.shape, x.buffer.kind)
-        alias.base = x.buffer.base
-        x.buffer.replaced_by = op
-        self.buffers.append(alias)
-        return Ref(alias, x.offset, x.shape)
-
-    def keep(self, *xs: Ref | None) -> None:
-        """These stay where they are to the program's end: read after it, or by a later phase."""
-        for x in xs:
-            if x is not None:
-                x.buffer.base.last = math.inf
-
-    def phase(self, *outputs: Ref) -> None:
-        """The current phase ends, returning `outputs`; the ops after it are the next call's."""
-        self.keep(*outputs)
-        self.outputs.append(outputs)
-        self.phases.append(len(self.ops))
-
-    def program(self, start: int) -> Program:
-        """The ops laid out from `start` (floats): the tapes first, then the buffers, by their
-        lifetimes. The last phase must have ended (phase())."""
-        bounds = self.phases
-        if len(self.outputs) != len(bounds) - 1 or bounds[-1] != len(self.ops):
-            raise RuntimeError("the program's last phase has not ended")
-        phases = [self.ops[a:b] for a, b in zip(bounds, bounds[1:])]
-        at, tapes = start, []
-        for ops in phases:
-            tapes.append(at)
-            at = _aligned(at + length(ops))
-        end = dim(lay_out(self.buffers, at))
-        inputs = {}
-        for name, b in self.inputs.items():
-            at, floats = dim(b.at), dim(size(b.shape))
-            inputs[name] = (at.a, at.b, floats.a, floats.b, b.last == math.inf and not b.replaced_by)
-        kept = {name: (kind, *(None if x is None else place(x) for x in xs)) for name, (kind, *xs) in self.kept.items()}
-        return Program(start, tuple(Phase(tape_at, encode(ops), tuple(place(x) for x in outs))
-                                    for tape_at, ops, outs in zip(tapes, phases, self.outputs)),
-                       inputs, (end.a, end.b), kept)
-
-
 def lay_out(buffers: list[Buffer], start: int) -> int | Dim:
     """Each buffer's `at` (floats from the memory's start), from `start`: the static ones by their lifetimes (first fit
     among the dead), those that grow with P after them, in order. -> where they all end."""
     static = [b for b in buffers if b.base is b and not b.dynamic and b.first is not None]
     free: list[list[int]] = []  # [offset, floats] of dead regions, by offset
-    end = _aligned(start)
+    end = aligned(start)
     births: dict[int, list[Buffer]] = {}
     deaths: dict[float, list[Buffer]] = {}
     for b in static:
@@ -278,14 +164,14 @@ def lay_out(buffers: list[Buffer], start: int) -> int | Dim:
         deaths.setdefault(b.last, []).append(b)
     for i in sorted(births.keys() | {k for k in deaths if k != math.inf}):
         for b in births.get(i, ()):  # an op's outputs never share memory with its inputs:
-            need = _aligned(b.extent())  # those that die at i are freed after it
+            need = aligned(b.extent())  # those that die at i are freed after it
             spot = next((f for f in free if f[1] >= need), None)
             if spot is None:
                 b.at, end = end, end + need
             else:
                 b.at, spot[0], spot[1] = spot[0], spot[0] + need, spot[1] - need
         for b in deaths.get(i, ()):
-            free.append([b.at, _aligned(b.extent())])
+            free.append([b.at, aligned(b.extent())])
         free = _merged(free)
     at: int | Dim = end
     for b in buffers:
@@ -297,7 +183,7 @@ def lay_out(buffers: list[Buffer], start: int) -> int | Dim:
     return at
 
 
-def _aligned(n: int) -> int:
+def aligned(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
@@ -356,28 +242,3 @@ def length(ops: list[tuple[str, dict]]) -> int:
     """int32s the tape of these ops takes."""
     growing = _growing(ops)
     return sum(2 + len(FIELDS[op]) for op, _ in ops) + (2 + 3 * growing if growing else 0)
-
-
-# ---- wasm/ops.h, generated ---------------------------------------------------------------
-
-C_TYPES = {"f*": "float *", "i*": "int32_t *", "i": "int32_t ", "f": "float "}
-
-
-def header() -> str:
-    """wasm/ops.h: a struct per primitive, in OPS's field order, and run()'s dispatch."""
-    lines = ["/* Generated from widgets_py/models/program.py (OPS): python -m widgets_py.models.kernel --build */",
-             "#ifndef OPS_H", "#define OPS_H", '#include "kernel.h"', ""]
-    lines.append(f"#define OP_PATCH {PATCH} /* (index, a, b): tape[index] = a + b p */")
-    for op, code in CODES.items():
-        lines.append(f"#define OP_{op.upper()} {code}")
-    lines.append("")
-    for op, fields in FIELDS.items():
-        body = " ".join(f"{C_TYPES[kind]}{name};" for kind, name in fields)
-        lines.append(f"struct {op} {{ {body} }};")
-    lines += ["", "/* One op of a tape: its fields follow the opcode and the op's length. */",
-              "static inline void dispatch(int32_t code, const void *fields) {", "  switch (code) {"]
-    for op, fields in FIELDS.items():
-        args = ", ".join(f"o->{name}" for _, name in fields)
-        lines.append(f"  case OP_{op.upper()}: {{ const struct {op} *o = fields; {op}({args}); break; }}")
-    lines += ["  default: __builtin_trap();", "  }", "}", "", "#endif", ""]
-    return "\n".join(lines)

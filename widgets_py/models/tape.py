@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .program import Builder, Ref, size
+from .builder import Builder
+from .program import Ref, size
 
 ACTIVATIONS = ("relu", "gelu")  # the kernel's (models.backend refuses a config with any other)
 NORMS = {"layernorm": 0, "rmsnorm": 1}  # -> the norm primitives' `rms`
