@@ -52,6 +52,11 @@ def scratch_copy(module: str, path: str, tests: list[str]) -> Path:
         f'only_mutate = ["{path}"]\n'
         'pytest_add_cli_args = ["-x", "-q", "-p", "no:cacheprovider"]\n'
         "timeout_multiplier = 3.0\n"  # a mutant that loops forever is cut at 3x the clean run
+        # wasmtime is not fork-safe: a worker forked from a process that ran the kernel hangs
+        # (and would count as a timeout, a false kill). Workers fork from a server that imports
+        # nothing of ours; each runs its tests from a clean import.
+        'process_isolation = "forkserver"\n'
+        'forkserver_warmup = "none"\n'
         f"pytest_add_cli_args_test_selection = {tests!r}\n".replace("'", '"')
     )
     return work

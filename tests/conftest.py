@@ -61,11 +61,15 @@ def scaffold_into(project: Path) -> str:
 # the registry and the session's book like cap99, so the whole suite covers what `./dev new`
 # writes, unchanged (test_scaffold.py).
 SCAFFOLDED = ("cap98", "esquelet_pesos")  # beside the fixture's cap99: numbers no chapter of the book takes
-SCAFFOLD = Path(tempfile.mkdtemp(prefix="textbook-scaffold-"))
-(SCAFFOLD / "widgets_py").mkdir()
-(SCAFFOLD / "mkdocs.yml").write_text("nav:\n")
-widgets_py.__path__.append(str(SCAFFOLD / "widgets_py"))
-scaffold_into(SCAFFOLD)
+# Once per process: a mutation run (benchmarks/mutation.py: mutmut) runs pytest several times
+# in one, and a second scaffold would find the first's widget already in the book.
+SCAFFOLD = next((Path(p).parent for p in widgets_py.__path__ if Path(p).parent.name.startswith("textbook-scaffold-")), None)
+if SCAFFOLD is None:
+    SCAFFOLD = Path(tempfile.mkdtemp(prefix="textbook-scaffold-"))
+    (SCAFFOLD / "widgets_py").mkdir()
+    (SCAFFOLD / "mkdocs.yml").write_text("nav:\n")
+    widgets_py.__path__.append(str(SCAFFOLD / "widgets_py"))
+    scaffold_into(SCAFFOLD)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # The worker's warm-up state in a page (kernel.js: null until it is over, then {failed, helped})

@@ -22,14 +22,14 @@ class Builder:
         self.outputs: list[tuple] = []  # what each finished phase returns
         self.kept: dict = {}
 
-    def new(self, shape: tuple, kind: str = "f") -> Ref:
-        buffer = Buffer(shape, kind)
+    def new(self, shape: tuple) -> Ref:
+        buffer = Buffer(shape)
         self.buffers.append(buffer)
         return ref(buffer)
 
-    def input(self, name: str, shape: tuple, kind: str = "f") -> Ref:
+    def input(self, name: str, shape: tuple) -> Ref:
         """A buffer written before the program runs."""
-        x = self.new(shape, kind)
+        x = self.new(shape)
         x.buffer.first = x.buffer.last = -1
         self.inputs[name] = x.buffer
         return x
@@ -52,7 +52,7 @@ class Builder:
     def in_place(self, x: Ref, op: str) -> Ref:
         """x as the op that overwrites it leaves it: the same memory, under a new name, and x
         itself no longer readable (a later read would see the new values)."""
-        alias = Buffer(x.buffer.shape, x.buffer.kind)
+        alias = Buffer(x.buffer.shape)
         alias.base = x.buffer.base
         x.buffer.replaced_by = op
         self.buffers.append(alias)
@@ -73,8 +73,8 @@ class Builder:
     def program(self, start: int) -> Program:
         """The ops laid out from `start` (floats): the tapes first, then the buffers, by their
         lifetimes. The last phase must have ended (phase())."""
-        bounds = self.phases
-        if len(self.outputs) != len(bounds) - 1 or bounds[-1] != len(self.ops):
+        bounds = self.phases  # phase() appends a bound and its outputs: one more bound than outputs
+        if not self.outputs or bounds[-1] != len(self.ops):
             raise RuntimeError("the program's last phase has not ended")
         phases = [self.ops[a:b] for a, b in zip(bounds, bounds[1:])]
         at, tapes = start, []
@@ -86,7 +86,7 @@ class Builder:
         for name, b in self.inputs.items():
             at, floats = dim(b.at), dim(size(b.shape))
             inputs[name] = (at.a, at.b, floats.a, floats.b, b.last == math.inf and not b.replaced_by)
-        kept = {name: (kind, *(None if x is None else place(x) for x in xs)) for name, (kind, *xs) in self.kept.items()}
+        kept = {name: (kind, *(place(x) for x in xs)) for name, (kind, *xs) in self.kept.items()}
         return Program(start, tuple(Phase(tape_at, encode(ops), tuple(place(x) for x in outs))
                                     for tape_at, ops, outs in zip(tapes, phases, self.outputs)),
                        inputs, (end.a, end.b), kept)

@@ -85,20 +85,18 @@ class Compiled:
 
 
 def _spec(name: str, x) -> tuple | None:
-    """What a program is compiled for: an input's kind and shape (a cache's length free)."""
+    """What a program is compiled for: an input's shape (a cache's length left free)."""
     if x is None:
         return None
     shape = tuple(np.shape(x))
-    if name == "past":
-        return ("f", (*shape[:-2], program.P, shape[-1]))
-    return ("i" if name in IDS else "f", shape)
+    return (*shape[:-2], program.P, shape[-1]) if name == "past" else shape
 
 
 def compile_passes(fns: tuple, cfg, shapes: dict, specs: tuple, start: int) -> tuple[program.Program, bool]:
     """fns[0](tape, cfg, **inputs) and, for training, fns[1] after it, recorded and laid out
     from `start`: (the program, whether the first returns one array)."""
     tape = Tape(cfg, shapes, keep=len(fns) > 1)
-    inputs = {name: None if spec is None else tape.input(name, spec[1], spec[0]) for name, spec in specs}
+    inputs = {name: None if shape is None else tape.input(name, shape) for name, shape in specs}
     outs = fns[0](tape, cfg, **inputs)
     single = not isinstance(outs, tuple)
     tape.phase(*((outs,) if single else outs))

@@ -142,12 +142,7 @@ def transformer_backward(ops, cfg: GPTConfig, dxf):
     return dx
 
 
-# ---- passes: each one call on the kernel ------------------------------------------------
-
-def final(ops, cfg: GPTConfig, x):
-    """The final norm's output at every position: xf [B, T, C] (inference's forward)."""
-    return transformer(ops, cfg, x)
-
+# ---- passes: each one call on the kernel (and transformer, inference's forward) ----------
 
 def extension(ops, cfg: GPTConfig, x, past=None):
     """New positions x [1, T, C] after a KV cache's past: (xf, their keys and values)."""
@@ -191,7 +186,7 @@ def matmul_path() -> str:
 
 def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
     """The final norm's output at every position, xf [B, T, C], with no caches kept."""
-    return runner(p, cfg).call(final, x=embed(p, cfg, idx))
+    return runner(p, cfg).call(transformer, x=embed(p, cfg, idx))
 
 
 def loss(p, cfg: GPTConfig, idx, targets) -> float:
@@ -210,7 +205,7 @@ def forward(p, cfg: GPTConfig, idx, targets=None):
     run = runner(p, cfg)
     x = embed(p, cfg, idx)
     if targets is None:
-        return mm_nt(run.call(final, x=x), p["wte"])  # [B, T, C] -> [B, T, V], tied head
+        return mm_nt(run.call(transformer, x=x), p["wte"])  # [B, T, C] -> [B, T, V], tied head
     logits, top, total = run.start(training, training_backward, x=x, idx=np.asarray(idx), targets=np.asarray(targets))
     return logits, nll(picked(logits, targets), top, total), run
 

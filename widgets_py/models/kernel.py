@@ -163,7 +163,7 @@ def _adamw(n: int) -> tuple[Program, int]:
     """AdamW's program over n floats, and where its first scalar lies in the tape."""
     b = Builder()
     p, m, v = (b.input(name, (n,)) for name in "pmv")
-    b.emit("adamw", p=p, m=m, v=v, g=b.input("g", (n,)), mask=b.input("mask", (n,), "i"), n=n)
+    b.emit("adamw", p=p, m=m, v=v, g=b.input("g", (n,)), mask=b.input("mask", (n,)), n=n)
     b.phase(*(b.in_place(x, "AdamW") for x in (p, m, v)))
     names = [name for _, name in FIELDS["adamw"]]
     return b.program(HEAP), 2 + names.index("k1")

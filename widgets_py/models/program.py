@@ -73,8 +73,8 @@ class Buffer:
     """One region of a program: its shape (the last axis a row; any size may hold P), the
     ops that write and read it first and last, and where the layout put it."""
 
-    def __init__(self, shape: tuple, kind: str = "f"):
-        self.shape, self.kind = tuple(shape), kind  # kind "f" float32, "i" int32
+    def __init__(self, shape: tuple):
+        self.shape = tuple(shape)  # float32 or int32 alike: 4 bytes each
         self.first: int | None = None  # op index (-1: written before the program runs)
         self.last: int | None = None  # op index (math.inf: read after it, or by a later phase)
         self.at: int | Dim | None = None  # floats from the program's start

@@ -50,7 +50,7 @@ class Tape(Builder):
         at, shape = self.params[name]
         return Ref(self.grads.buffer, at, shape)
 
-    def _kept(self, name: str, kind: str, *xs: Ref | None) -> None:
+    def _kept(self, name: str, kind: str, *xs: Ref) -> None:
         if self.keep_caches:
             self.kept[name] = (kind, *xs)
             self.keep(*xs)
