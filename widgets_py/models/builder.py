@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from .primitives import FIELDS, OPS
-from .program import Buffer, Phase, Program, Ref, aligned, dim, encode, lay_out, length, place, ref, size
+from .primitives import KINDS, OPS
+from .program import Buffer, Phase, Program, Ref, aligned, dim, encode, growing, lay_out, length, place, ref, size
 
 
 class Builder:
@@ -35,7 +35,8 @@ class Builder:
         return x
 
     def emit(self, op: str, **fields) -> None:
-        unknown = fields.keys() - {name for _, name in FIELDS[op]}
+        kinds = KINDS[op]
+        unknown = fields.keys() - kinds.keys()
         if unknown:
             raise TypeError(f"{op} has no field {', '.join(sorted(unknown))}: it has {OPS[op]}")
         index = len(self.ops)
@@ -47,7 +48,8 @@ class Builder:
                 b = value.buffer.base
                 b.first = index if b.first is None else b.first
                 b.last = index if b.last is None else max(b.last, index)
-        self.ops.append((op, fields))
+        grows = frozenset(name for name, value in fields.items() if growing(kinds[name], value))
+        self.ops.append((op, fields, grows))
 
     def in_place(self, x: Ref, op: str) -> Ref:
         """x as the op that overwrites it leaves it: the same memory, under a new name, and x

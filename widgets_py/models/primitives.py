@@ -38,6 +38,7 @@ OPS = {
     "adamw": "f* p, f* m, f* v, f* g, i* mask, i n, f k1, f k2, f dec, f lr, f c1, f c2, f eps",
 }
 FIELDS = {op: tuple(tuple(f.split()) for f in spec.split(", ")) for op, spec in OPS.items()}  # op -> ((kind, name), ...)
+KINDS = {op: {name: kind for kind, name in fields} for op, fields in FIELDS.items()}  # op -> {name: kind}
 CODES = {op: i + 1 for i, op in enumerate(OPS)}
 PATCH = 0  # the opcode of a tape's first op when fields grow with P: [PATCH, length, (index, a, b) ...]
 

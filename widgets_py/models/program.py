@@ -75,20 +75,18 @@ class Buffer:
 
     def __init__(self, shape: tuple):
         self.shape = tuple(shape)  # float32 or int32 alike: 4 bytes each
+        self.size = size(self.shape)  # floats, or a Dim
+        self.dynamic = isinstance(self.size, Dim)  # grows with P: laid out after the others
         self.first: int | None = None  # op index (-1: written before the program runs)
         self.last: int | None = None  # op index (math.inf: read after it, or by a later phase)
         self.at: int | Dim | None = None  # floats from the program's start
         self.base = self  # the buffer whose memory this one is (an op writing in place, tape.py)
         self.replaced_by: str | None = None  # the in-place op that made this buffer's values stale
 
-    @property
-    def dynamic(self) -> bool:
-        return isinstance(size(self.shape), Dim)
-
     def extent(self) -> int | Dim:
         """Floats it occupies: its size, then slack for a product's blocks."""
         row = self.shape[-1] if len(self.shape) > 1 else 0  # a flat vector is never a product's row
-        return size(self.shape) + 3 * row + 8
+        return self.size + 3 * row + 8
 
     def __repr__(self) -> str:
         return f"Buffer{self.shape}"
@@ -200,36 +198,38 @@ def _merged(free: list[list[int]]) -> list[list[int]]:
     return out
 
 
-def _grows(kind: str, value) -> bool:
+def growing(kind: str, value) -> bool:
     """Whether a field may grow with P, known before the layout (which only a buffer's place
-    waits for): a size in P, or an address in a buffer that grows, or at an offset that does."""
-    if kind.endswith("*"):
-        return isinstance(value, Ref) and (value.buffer.base.dynamic or dim(value.offset).b != 0)
+    waits for): a size in P, or an address in a buffer that grows, or at an offset that does.
+    Decided once per op (builder.emit), so that the tape's length is known before its layout."""
+    if kind[-1] == "*":
+        return isinstance(value, Ref) and (value.buffer.base.dynamic or isinstance(value.offset, Dim) and value.offset.b != 0)
     return isinstance(value, Dim) and value.b != 0
 
 
-def _growing(ops: list[tuple[str, dict]]) -> int:
-    return sum(_grows(kind, values.get(name)) for op, values in ops for kind, name in FIELDS[op])
-
-
-def encode(ops: list[tuple[str, dict]]) -> np.ndarray:
-    """ops -> their int32 tape, their buffers laid out; first the patch op, if any field grows."""
+def encode(ops: list[tuple[str, dict, frozenset]]) -> np.ndarray:
+    """ops (op, fields, the fields that grow) -> their int32 tape, their buffers laid out;
+    first the patch op, if any field grows."""
     body: list[int] = []
     patch: list[tuple[int, int, int]] = []  # (index in body, a, b)
-    for op, values in ops:
+    for op, values, grows in ops:
         fields = FIELDS[op]
         body += [CODES[op], 2 + len(fields)]
         for kind, name in fields:
             value = values.get(name, 0)
-            grows = _grows(kind, value)
-            if kind.endswith("*"):
-                value = 0 if value is None else 4 * (dim(value.buffer.at) + value.offset)
+            if kind[-1] == "*":
+                value = 0 if value is None else 4 * (value.buffer.at + value.offset)  # int, or a Dim
             elif kind == "f":
                 value = int(np.float32(value).view(np.int32))
-            value = dim(value)
-            if grows:
+            if name in grows:
+                value = dim(value)
                 patch.append((len(body), value.a, value.b))
-            body.append(value.a)
+                value = value.a
+            elif isinstance(value, Dim):  # an offset worked out with P, that P cancels out of
+                if value.b:
+                    raise ValueError(f"{op}.{name} grows with P, but its op did not say so")
+                value = value.a
+            body.append(value)
     head = 2 + 3 * len(patch) if patch else 0  # the patch op's length: the body's indices shift by it
     tape = ([PATCH, head] + [v for i, a, b in patch for v in (head + i, a, b)] if patch else []) + body
     out = np.array(tape, np.int64)
@@ -238,7 +238,7 @@ def encode(ops: list[tuple[str, dict]]) -> np.ndarray:
     return out.astype(np.int32)
 
 
-def length(ops: list[tuple[str, dict]]) -> int:
+def length(ops: list[tuple[str, dict, frozenset]]) -> int:
     """int32s the tape of these ops takes."""
-    growing = _growing(ops)
-    return sum(2 + len(FIELDS[op]) for op, _ in ops) + (2 + 3 * growing if growing else 0)
+    grows = sum(len(g) for _, _, g in ops)
+    return sum(2 + len(FIELDS[op]) for op, _, _ in ops) + (2 + 3 * grows if grows else 0)

@@ -79,7 +79,7 @@ class Tape(Builder):
 
     def act(self, name: str, x: Ref) -> Ref:
         if self.cfg.activation == "relu":
-            op, fields = self.ops[-1] if self.ops else (None, {})
+            op, fields, _ = self.ops[-1] if self.ops else (None, {}, None)
             if op == "bias" and fields["x"].buffer is x.buffer and not fields["relu"]:  # the bias that made x
                 fields["relu"] = 1  # folds ReLU in: one pass over x, not two
                 out = self.in_place(x, "bias with ReLU")
