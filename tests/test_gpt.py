@@ -497,9 +497,11 @@ def test_a_variants_gradients_on_the_kernel_are_float64s(rng, variant):
 # attention and the MLP read the same norm of x and both add to it (Wang & Komatsuzaki 2021).
 # Its backward, llm.c-style: both branches' input gradients add at the shared norm.
 
-def parallel_block(ops, i, x, past=None, new=None):
+def parallel_block(ops, i, x, past=None, new=None, last=False):
     a = ops.norm(f"h{i}.ln1", x)
-    attn = ops.linear(f"h{i}.proj", ops.attention(f"h{i}.att", ops.linear(f"h{i}.qkv", a), past, new))
+    attn = ops.linear(f"h{i}.proj", ops.attention(f"h{i}.att", ops.linear(f"h{i}.qkv", a), past, new, last))
+    if last:  # the last position only, from here on
+        x, a = ops.last(x), ops.last(a)
     mlp = ops.linear(f"h{i}.out", ops.act(f"h{i}.act", ops.linear(f"h{i}.fc", a)))
     return ops.add(ops.add(x, attn), mlp)
 
@@ -545,7 +547,9 @@ def test_a_block_written_in_python_only_runs_on_the_kernel_and_matches_the_float
             step, kv = gpt.extend(p, cfg, [t], kv)
             logits = np.concatenate([logits, step])
         np.testing.assert_allclose(logits, ref, rtol=ORACLE_RTOL, atol=atol)
+        np.testing.assert_allclose(gpt.next_logits(p, cfg, tokens), ref[-1], rtol=ORACLE_RTOL, atol=atol)
         assert "attention" in passes_ran(run)
+    np.testing.assert_allclose(gpt.next_logits(p, cfg, tokens), ref[-1], rtol=ORACLE_RTOL, atol=atol)  # numpy's
     small = gpt.GPTConfig(vocab=7, d=8, layers=2, heads=2, context=5)
     p64 = {k: v.astype(np.float64) + 0.1 * rng.standard_normal(v.shape) for k, v in gpt.init(small, 1).items()}
     idx, targets = rng.integers(0, 7, (2, 5)), rng.integers(0, 7, (2, 5))

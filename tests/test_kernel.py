@@ -368,7 +368,8 @@ def passes(p, cfg, fn, **inputs):
     from widgets_py.models.eager import Eager
 
     got = compiled.Compiled(Backend(kernel=kernel(), einsum=True), p, cfg, gpt.shapes(cfg)).call(fn, **inputs)
-    as64 = {k: None if v is None else v.astype(np.float64) for k, v in inputs.items()}
+    as64 = {k: None if v is None else v.astype(np.float64) if k != "past" else [tuple(m.astype(np.float64) for m in kv) for kv in v]
+            for k, v in inputs.items()}
     return got, Eager(float64(p), cfg).call(fn, **as64)
 
 
@@ -397,7 +398,8 @@ def test_the_forward_after_a_kv_cache_is_numpys_in_float64(past, t, heads, hs, l
     assume(heads * hs >= 4)
     cfg = gpt.GPTConfig(vocab=11, d=heads * hs, layers=layers, heads=heads, context=past + t)
     rng = np.random.default_rng(seed)
-    cache = None if past == 0 else rng.standard_normal((layers, 2, 1, heads, past, hs)).astype(np.float32)
+    cache = None if past == 0 else [tuple(rng.standard_normal((1, heads, past, hs)).astype(np.float32) for _ in "kv")
+                                    for _ in range(layers)]
     x = rng.standard_normal((1, t, cfg.d)).astype(np.float32)
     (xf, new), (ref_xf, ref_new) = passes(perturbed(cfg, seed), cfg, gpt.extension, x=x, past=cache)
     np.testing.assert_allclose(xf, ref_xf, rtol=1e-4, atol=1e-4)

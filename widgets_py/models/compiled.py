@@ -4,8 +4,9 @@ phases of one program: the backward reads in place what the forward kept.
 
 A runner's interface is eager.py's: call(pass, **inputs); start(forward, backward, **inputs)
 then finish() -> gradients; `caches` -> each layer's cache after a training forward. Inputs
-are float32 arrays, token ids (`idx`, `targets`) and a KV cache, `past` [L, 2, 1, H, P, hs],
-whose length P is the program's free size: one program for every step of a decode.
+are float32 arrays, token ids (`idx`, `targets`) and a KV cache, `past`, each layer's (keys,
+values) [1, H, P, hs] (packed here, [L, 2, 1, H, P, hs]), whose length P is the program's
+free size: one program for every step of a decode.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ class Compiled:
 
     def call(self, fn, **inputs):
         """fn(ops, cfg, **inputs) on the kernel: one call. -> its outputs, as arrays."""
-        prog, single = self._compiled((fn,), inputs)
         past = inputs.get("past")
-        outs = self.kernel.run(prog, 0, self._arrays(inputs), 0 if past is None else past.shape[-2])
+        if past is not None:  # each layer's (keys, values) [1, H, P, hs]: one array for the kernel
+            inputs["past"] = np.concatenate([m for pair in past for m in pair], axis=None).reshape(
+                len(past), 2, *past[0][0].shape)  # [L, 2, 1, H, P, hs]
+        prog, single = self._compiled((fn,), inputs)
+        outs = self.kernel.run(prog, 0, self._arrays(inputs), 0 if past is None else past[0][0].shape[-2])
         return outs[0] if single else tuple(outs)
 
     def start(self, forward, backward, **inputs):

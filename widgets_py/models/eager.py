@@ -48,8 +48,9 @@ class Eager:
 
     # ---- the forward ----------------------------------------------------------------------
 
-    def empty(self, shape: tuple) -> np.ndarray:
-        return np.empty(shape, np.float32)
+    def cache(self, layers: int, shape: tuple) -> list[list]:
+        """Where each layer's attention leaves its new keys and values (of `shape`)."""
+        return [[None, None] for _ in range(layers)]
 
     def norm(self, name: str, x):
         return self._kept(name, *NORMS[self.cfg.norm][0](x, self.p[f"{name}.w"], self.p.get(f"{name}.b")))
@@ -60,19 +61,25 @@ class Eager:
     def act(self, name: str, x):
         return self._kept(name, *ACTIVATIONS[self.cfg.activation][0](x))
 
-    def attention(self, name: str, qkv, past=None, new=None):
-        """qkv [B, T, 3C] -> y [B, T, C]; after past ([2, B, H, P, hs]), writing this layer's
-        keys and values to new ([2, B, H, T, hs]) if given."""
+    def attention(self, name: str, qkv, past=None, new=None, last=False):
+        """qkv [B, T, 3C] -> y [B, T, C]; after past (keys, values [B, H, P, hs]), leaving this
+        layer's keys and values [B, H, T, hs] in `new` if given. last: the last query only."""
         c = qkv.shape[-1] // 3
         q, k, v = (split_heads(qkv[..., j * c:(j + 1) * c], self.cfg.heads) for j in range(3))  # np.split's views
         if new is not None:
             new[0], new[1] = k, v
         offset = 0
         if past is not None:
-            offset = past.shape[-2]
+            offset = past[0].shape[-2]
             k, v = np.concatenate([past[0], k], -2), np.concatenate([past[1], v], -2)
+        if last:  # the last query sees every key
+            q, offset = q[..., -1:, :], k.shape[-2] - 1
         y, cache = attention(q, k, v, causal_offset=offset)
         return self._kept(name, merge_heads(y), cache)
+
+    def last(self, x):
+        """Each sequence's last position: x [B, T, C] -> [B, 1, C]."""
+        return x[:, -1:]
 
     def add(self, x, y):
         return x + y

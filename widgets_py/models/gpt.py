@@ -109,11 +109,14 @@ def embed(p, cfg: GPTConfig, idx, start: int = 0) -> np.ndarray:
 
 # ---- the model, against ops (eager.py runs them in numpy, tape.py records them) -------
 
-def block(ops, i: int, x, past=None, new=None):
+def block(ops, i: int, x, past=None, new=None, last=False):
     """One pre-norm transformer block (GPT-2's): x [B, T, C] -> [B, T, C]. With a KV cache,
-    attention sees this layer's `past` keys and values and writes the new ones to `new`."""
+    attention sees this layer's `past` keys and values and writes the new ones to `new`.
+    last: only the last position's output is wanted (-> [B, 1, C]): keys and values come from
+    every position, the query and all after it from the last one."""
     qkv = ops.linear(f"h{i}.qkv", ops.norm(f"h{i}.ln1", x))  # [B, T, C] -> [B, T, 3C]
-    x = ops.add(x, ops.linear(f"h{i}.proj", ops.attention(f"h{i}.att", qkv, past, new)))  # causal
+    y = ops.attention(f"h{i}.att", qkv, past, new, last)  # causal
+    x = ops.add(ops.last(x) if last else x, ops.linear(f"h{i}.proj", y))
     h = ops.act(f"h{i}.act", ops.linear(f"h{i}.fc", ops.norm(f"h{i}.ln2", x)))  # [B, T, C] -> [B, T, 4C]
     return ops.add(x, ops.linear(f"h{i}.out", h))  # [B, T, 4C] -> [B, T, C]
 
@@ -127,11 +130,13 @@ def block_backward(ops, i: int, dx):
     return ops.add(dx, ops.norm_backward(f"h{i}.ln1", ops.linear_backward(f"h{i}.qkv", dqkv)))
 
 
-def transformer(ops, cfg: GPTConfig, x, past=None, new=None):
-    """Every block, then the final norm: x [B, T, C] -> xf [B, T, C]. A KV cache: past
-    [L, 2, 1, H, P, hs], the keys and values of P positions; new [L, 2, 1, H, T, hs], this pass's."""
+def transformer(ops, cfg: GPTConfig, x, past=None, new=None, last=False):
+    """Every block, then the final norm: x [B, T, C] -> xf [B, T, C]. A KV cache: past, each
+    layer's (keys, values) [1, H, P, hs] of P positions; new [L, 2, 1, H, T, hs], this pass's.
+    last: the last position's output only, [B, 1, C] (the last block computes it alone)."""
     for i in range(cfg.layers):
-        x = block(ops, i, x, None if past is None else past[i], None if new is None else new[i])
+        x = block(ops, i, x, None if past is None else past[i], None if new is None else new[i],
+                  last and i == cfg.layers - 1)
     return ops.norm("lnf", x)
 
 
@@ -144,9 +149,16 @@ def transformer_backward(ops, cfg: GPTConfig, dxf):
 
 # ---- passes: each one call on the kernel (and transformer, inference's forward) ----------
 
+def next_position(ops, cfg: GPTConfig, x):
+    """The final norm's output at the last position of each sequence, [B, 1, C] (a sliding
+    window's next token)."""
+    return transformer(ops, cfg, x, last=True)
+
+
 def extension(ops, cfg: GPTConfig, x, past=None):
-    """New positions x [1, T, C] after a KV cache's past: (xf, their keys and values)."""
-    new = ops.empty((cfg.layers, 2, x.shape[0], cfg.heads, x.shape[1], cfg.d // cfg.heads))
+    """New positions x [1, T, C] after a KV cache's past: (xf, their keys and values, each
+    layer's [2, 1, H, T, hs])."""
+    new = ops.cache(cfg.layers, (x.shape[0], cfg.heads, x.shape[1], cfg.d // cfg.heads))
     return transformer(ops, cfg, x, past, new), new
 
 
@@ -222,19 +234,17 @@ def extend(p, cfg: GPTConfig, tokens, kv=None):
     is the training forward's, so prefill + decode equals a full forward (tested).
     """
     start = 0 if kv is None else kv[0][0].shape[-2]
-    past = None if kv is None else np.concatenate([m for pair in kv for m in pair], axis=None).reshape(
-        cfg.layers, 2, *kv[0][0].shape)  # [L, 2, 1, H, P, hs]
-    xf, new = runner(p, cfg).call(extension, x=embed(p, cfg, np.asarray(tokens)[None], start), past=past)
+    xf, new = runner(p, cfg).call(extension, x=embed(p, cfg, np.asarray(tokens)[None], start), past=kv)
     logits = mm_nt(xf, p["wte"])[0]  # [T, V]
     if kv is None:
-        return logits, [(new[i, 0], new[i, 1]) for i in range(cfg.layers)]
-    return logits, [(np.concatenate([k, new[i, 0]], -2), np.concatenate([v, new[i, 1]], -2)) for i, (k, v) in enumerate(kv)]
+        return logits, [(k, v) for k, v in new]
+    return logits, [(np.concatenate([k, nk], -2), np.concatenate([v, nv], -2)) for (k, v), (nk, nv) in zip(kv, new)]
 
 
 def next_logits(p, cfg: GPTConfig, tokens) -> np.ndarray:
     """Logits [V] of the token after `tokens` (at positions 0..T-1), with no cache kept (a
     generator sliding its window recomputes the window at every token)."""
-    return mm_nt(hidden_states(p, cfg, np.asarray(tokens)[None])[:, -1], p["wte"])[0]
+    return mm_nt(runner(p, cfg).call(next_position, x=embed(p, cfg, np.asarray(tokens)[None]))[:, -1], p["wte"])[0]
 
 
 def warm_kernel() -> None:

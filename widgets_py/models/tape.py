@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .builder import Builder
-from .program import Ref, size
+from .program import Ref, dim, size
 
 ACTIVATIONS = ("relu", "gelu")  # the kernel's (models.backend refuses a config with any other)
 NORMS = {"layernorm": 0, "rmsnorm": 1}  # -> the norm primitives' `rms`
@@ -57,8 +57,9 @@ class Tape(Builder):
 
     # ---- the forward ------------------------------------------------------------------------
 
-    def empty(self, shape: tuple) -> Ref:
-        return self.new(shape)
+    def cache(self, layers: int, shape: tuple) -> Ref:
+        """Where each layer's attention writes its new keys and values: [L, 2, *shape]."""
+        return self.new((layers, 2, *shape))
 
     def norm(self, name: str, x: Ref) -> Ref:
         rms = NORMS[self.cfg.norm]
@@ -93,13 +94,15 @@ class Tape(Builder):
         self._kept(name, "gelu", x)  # its backward reads the input
         return out
 
-    def attention(self, name: str, qkv: Ref, past: Ref | None = None, new: Ref | None = None) -> Ref:
+    def attention(self, name: str, qkv: Ref, past: Ref | None = None, new: Ref | None = None,
+                  last: bool = False) -> Ref:
         """Causal attention over qkv [B, T, 3C]; after `past` ([2, B, H, P, hs]: this layer's
         cached keys, then values) if any, writing this layer's keys and values to `new`
-        ([2, B, H, T, hs]) if given. -> y [B, T, C]."""
+        ([2, B, H, T, hs]) if given. -> y [B, T, C]; with last, each sequence's last row
+        [B, 1, C]: the kernel computes every query (a call's cost outweighs the rows saved)."""
         *lead, t, c3 = qkv.shape
         c, heads, b = c3 // 3, self.cfg.heads, size(lead)
-        hs, p = c // heads, 0 if past is None else past.shape[-2]
+        hs, p = c // heads, 0 if past is None else past[0].shape[-2]
         if (past is not None or new is not None) and b != 1:
             raise ValueError(f"a KV cache holds one sequence, not {b}")
         n = p + t  # keys a query sees at most
@@ -110,7 +113,15 @@ class Tape(Builder):
                   stats=self.new((2, t)), rows=b * t, t=t, c=c, heads=heads, past=p,
                   scale=np.float32(1.0 / np.sqrt(hs)))
         self._kept(name, "attention", qkv, att)
-        return y
+        return self.last(y) if last else y
+
+    def last(self, x: Ref) -> Ref:
+        """Each sequence's last position: x [B, T, C] -> [B, 1, C], a row copied per sequence."""
+        *lead, t, c = x.shape
+        out = self.new((*lead, 1, c))
+        for s in range(size(lead)):
+            self.emit("copy", dst=Ref(out.buffer, s * c, (c,)), src=Ref(x.buffer, dim(x.offset) + (s * t + t - 1) * c, (c,)), n=c)
+        return out
 
     def add(self, x: Ref, y: Ref) -> Ref:
         out = self.new(x.shape)
