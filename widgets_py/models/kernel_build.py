@@ -21,7 +21,7 @@ from .kernel import HEADER, HERE, STACK, WASM
 
 SOURCES = ("products.c", "exp.c", "rows.c", "attention.c", "backward.c", "run.c")
 CLANG = ("clang-14", "wasm-ld-14")  # Debian 12's: the committed binary is theirs
-FLAGS = ("--target=wasm32", "-O2", "-msimd128", "-mbulk-memory", "-ffreestanding", "-nostdlib",
+FLAGS = ("--target=wasm32", "-O3", "-msimd128", "-mbulk-memory", "-ffreestanding", "-nostdlib",
          "-fno-vectorize", "-fno-slp-vectorize",  # the SIMD is written out: what the source says runs
          "-Wall", "-Wextra", "-Werror", "-Wl,--no-entry", "-Wl,--stack-first", f"-Wl,-z,stack-size={STACK}",
          "-Wl,--export=__heap_base", "-Wl,--strip-all")
