@@ -32,7 +32,7 @@ class Compiled:
         self.be, self.p, self.cfg, self.shapes = be, p, cfg, shapes
         self.kernel = kernel if kernel is not None else be.kernel
         self.program: program.Program | None = None  # a training step's, between start() and finish()
-        self.caches: Mapping = Kept(self)  # each layer's cache, as eager.py keeps it, read out when asked
+        self.caches: Mapping = {}  # after start(): each layer's cache, as eager.py keeps it (Kept)
 
     def call(self, fn, **inputs):
         """fn(ops, cfg, **inputs) on the kernel: one call. -> its outputs, as arrays."""
@@ -47,6 +47,7 @@ class Compiled:
     def start(self, forward, backward, **inputs):
         """A training step's forward: one call, what `backward` reads left in the kernel's memory."""
         self.program, single = self._compiled((forward, backward), inputs)
+        self.caches = Kept(self)
         outs = self.kernel.run(self.program, 0, self._arrays(inputs))
         return outs[0] if single else tuple(outs)
 

@@ -17,6 +17,7 @@ Tests hold the kernel's passes to numpy's in float64 and to an independent float
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -47,6 +48,12 @@ class GPTConfig:
                 raise ValueError(f"GPTConfig.{field}={getattr(self, field)!r}: allowed {', '.join(allowed)}")
         if self.d % self.heads:
             raise ValueError(f"GPTConfig: {self.heads} heads do not divide d={self.d} (allowed: a divisor of d)")
+        # hashed at every pass (the kernel's programs, refusal, shapes), as a dataclass rebuilds
+        # the tuple of its fields each time: worked out once (a config is frozen)
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self))))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @lru_cache(maxsize=64)  # asked at every pass (the kernel's packing): read-only
