@@ -90,22 +90,43 @@ def test_a_long_timing_series_is_cut_into_short_stages(monkeypatch):
     assert len(partials) == len(clock.LENGTHS) * (1 + 2 * 2)  # per length: its note, then 2 prefills, 2 decodes
 
 
-def test_a_call_shorter_than_the_clocks_step_is_timed_in_batches(monkeypatch):
-    """A browser's clock steps 0.1 ms (Pyodide's perf_counter with it); a 10 µs decode step
-    timed one call at a time reads 0 (and the figure's log axis then fails). In batches it
-    reads its own duration."""
+def coarse_clock(monkeypatch, step: float) -> list[float]:
+    """clock.py's time as a browser tells it: in steps of `step` seconds; reading it takes
+    0.1 µs. The real time, in seconds, in the list returned."""
     now = [0.0]
 
-    class Coarse:  # time as a browser tells it
+    class Coarse:
         @staticmethod
         def perf_counter():
-            return now[0] // 1e-4 * 1e-4
+            now[0] += 1e-7
+            return now[0] // step * step
+
+    monkeypatch.setattr(clock, "time", Coarse)
+    return now
+
+
+@pytest.mark.parametrize("step", [1e-4, 1e-3])  # Chromium's clock; Firefox's and WebKit's
+def test_a_call_shorter_than_the_clocks_step_is_timed_in_batches(monkeypatch, step):
+    """A browser's clock steps 0.1 ms or 1 ms (Pyodide's perf_counter with it); a 10 µs
+    decode step timed one call at a time reads 0 (and the figure's log axis then fails), and
+    timed in batches of 2 ms it reads up to 50 % short in steps of 1 ms. In batches of 20
+    steps it reads its own duration."""
+    now = coarse_clock(monkeypatch, step)
 
     def call():
         now[0] += 1e-5
 
-    monkeypatch.setattr(clock, "time", Coarse)
-    assert finish(clock.best_of(call, 3, None)) == pytest.approx(1e-5, rel=0.06)
+    assert clock.clock_step() == pytest.approx(step)
+    shortest = max(clock.MIN_SAMPLE_S, clock.STEPS_PER_SAMPLE * clock.clock_step())
+    for phase in range(10):  # wherever in the clock's step the timing starts
+        now[0] = 7 + phase * step / 10
+        assert finish(clock.best_of(call, 3, None, shortest)) == pytest.approx(1e-5, rel=0.06), phase
+
+
+def test_the_clocks_step_is_read_from_edge_to_edge(monkeypatch):
+    assert clock.clock_step() < 1e-5  # CPython's own clock
+    coarse_clock(monkeypatch, 1e-3)
+    assert clock.clock_step(reads=1) == pytest.approx(1e-3)  # wherever the first read falls
 
 
 def test_a_compute_that_yields_something_else_is_refused():

@@ -53,16 +53,32 @@ def one_thread():
 
 
 STAGE_S = 0.05  # a stage of the timing runs lasts about this long at most
-# A timing lasts at least this long: browsers coarsen performance.now() (Pyodide's clock) to
-# steps of 0.1 ms (Chromium) or more, and the kernel's decode step can take less, which one call
-# at a time would read as 0
+# A timing lasts at least this long, and at least STEPS_PER_SAMPLE steps of the clock:
+# browsers coarsen performance.now() (Pyodide's clock) to steps of 0.1 ms (Chromium) or 1 ms
+# (Firefox, WebKit), and the kernel's decode step can take less, which one call at a time
+# would read as 0; a timing of 2 steps reads up to 50 % short, one of 20 steps 5 %
 MIN_SAMPLE_S = 0.002
+STEPS_PER_SAMPLE = 20
 
 
-def best_of(fn, repeats: int, note: Partial):
+def clock_step(reads: int = 3) -> float:
+    """The smallest step time.perf_counter() takes here, in seconds, from one edge of it to
+    the next: nanoseconds natively, 0.1 ms or 1 ms in a browser."""
+    steps = []
+    for _ in range(reads):
+        t = time.perf_counter()
+        while (edge := time.perf_counter()) == t:
+            pass
+        while (t := time.perf_counter()) == edge:
+            pass
+        steps.append(t - edge)
+    return min(steps)
+
+
+def best_of(fn, repeats: int, note: Partial, shortest: float = MIN_SAMPLE_S):
     """Fastest of `repeats` timings, in seconds per call (returned): the least disturbed by the
     machine. A call too short for the clock is timed n at a time, n doubling until a timing
-    lasts MIN_SAMPLE_S, as timeit's autorange does. A generator: it yields `note` again
+    lasts `shortest`, as timeit's autorange does. A generator: it yields `note` again
     whenever STAGE_S has passed, cutting a long series into stages so that other widgets'
     runs get in between (engine.widget.Partial)."""
     times, since, n = [], time.perf_counter(), 1
@@ -72,7 +88,7 @@ def best_of(fn, repeats: int, note: Partial):
             for _ in range(n):
                 fn()
             elapsed = time.perf_counter() - t
-            if elapsed < MIN_SAMPLE_S:
+            if elapsed < shortest:
                 n *= 2  # too short to read: not kept
                 continue
             times.append(elapsed / n)
@@ -91,12 +107,13 @@ def clock(repeats: int, seed: int):
     out = {"params": gpt.n_params(p), "runtime": runtime(),
            "bytes_decode": c["bytes_decode"], "bytes_prefill_128": c["bytes_prefill"],
            "flops_prefill_128": c["flops_prefill"], "flops_decode_128": c["flops_decode"]}
+    shortest = max(MIN_SAMPLE_S, STEPS_PER_SAMPLE * clock_step())
     for i, L in enumerate(LENGTHS):
         note = Partial(dict(out), i / len(LENGTHS), f"cronometrant el context de {L} tokens")
         yield note
-        prefill = yield from best_of(lambda: gpt.extend(p, cfg, tokens[:L]), repeats, note)
+        prefill = yield from best_of(lambda: gpt.extend(p, cfg, tokens[:L]), repeats, note, shortest)
         _, kv = gpt.extend(p, cfg, tokens[:L])
-        decode = yield from best_of(lambda: gpt.extend(p, cfg, tokens[L:L + 1], kv), repeats, note)
+        decode = yield from best_of(lambda: gpt.extend(p, cfg, tokens[L:L + 1], kv), repeats, note, shortest)
         out |= {f"prefill_ms_{L}": 1e3 * prefill, f"prefill_us_per_token_{L}": 1e6 * prefill / L,
                 f"decode_us_{L}": 1e6 * decode}
         if L == 128:
