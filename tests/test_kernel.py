@@ -118,6 +118,81 @@ def test_a_field_that_grows_with_the_cache_is_patched_by_the_kernel_at_each_run(
     assert sum(1 for _, n in k.host.writes if n == tape_.size) == 1  # the tape, written once
 
 
+def test_a_dead_buffers_memory_goes_to_the_next_buffer_that_fits():
+    """Lifetimes: x and y are read by ops 0 and 1, a lives from op 0 to op 2, b from op 2 on.
+    b (twice x's size) takes the memory of x and y, joined once both are dead; c, the size
+    of a, takes a's, freed after op 2 (an op's output never shares its inputs' memory)."""
+    bd = Builder()
+    x, y = bd.input("x", (8,)), bd.input("y", (8,))
+    a, b, c = bd.new((8,)), bd.new((24,)), bd.new((8,))
+    bd.emit("copy", dst=a, src=x, n=8)  # op 0: x's last
+    bd.emit("add", out=a, x=a, y=y, n=8)  # op 1: y's last; no buffer born here
+    bd.emit("copy", dst=b, src=a, n=8)  # op 2: a's last
+    bd.emit("copy", dst=c, src=b, n=8)  # op 3
+    bd.phase(c)
+    prog = bd.program(wasm.HEAP)
+    region = program.aligned(Buffer((8,)).extent())  # 8 floats, then 8 of slack: 16
+    assert region == 16 and program.aligned(Buffer((24,)).extent()) == 2 * region
+    assert (x.buffer.at, y.buffer.at, a.buffer.at) == (prog.phases[0].at + 32, prog.phases[0].at + 48, prog.phases[0].at + 64)
+    assert b.buffer.at == x.buffer.at and c.buffer.at == a.buffer.at
+    assert prog.end == (a.buffer.at + region, 0)
+
+
+def test_dead_regions_are_joined_with_their_neighbours_and_empty_ones_dropped():
+    free = [[32, 16], [0, 16], [60, 0], [16, 16], [64, 1], [80, 4]]
+    assert program._merged(free) == [[0, 48], [64, 1], [80, 4]]
+
+
+def test_a_tapes_length_is_known_before_its_layout_and_its_addresses_fit_in_int32():
+    """builder.program() places the buffers after the tapes, whose lengths `length` gives
+    before any place is known: exactly the tape encode() writes, patch op included."""
+    bd = Builder()
+    x = bd.input("x", (P + 2, 4))
+    last, total = bd.new((2, 4)), bd.new((2, 4))
+    bd.emit("copy", dst=last, src=Ref(x.buffer, P * 4, (2, 4)), n=8)
+    bd.emit("add", out=total, x=last, y=last, n=P + 8)
+    bd.phase(total)
+    prog = bd.program(wasm.HEAP)
+    assert program.length(bd.ops) == prog.phases[0].tape.size == (2 + 3 * 2) + (2 + 3) + (2 + 4)  # patch, copy, add
+    assert program.length(bd.ops[:1]) == program.encode(bd.ops[:1]).size == (2 + 3) + (2 + 3)
+    fixed = [("copy", {"dst": None, "src": None, "n": 8}, frozenset())]
+    assert program.length(fixed) == program.encode(fixed).size == 5
+    assert list(program.encode([("copy", {"dst": None, "src": None}, frozenset())])) == [primitives.CODES["copy"], 5, 0, 0, 0]
+    for n in (2**31 - 1, -2**31):
+        program.encode([("copy", {"dst": None, "src": None, "n": n}, frozenset())])
+    with pytest.raises(ValueError, match=r"^copy.n grows with P, but its op did not say so$"):
+        program.encode([("copy", {"dst": None, "src": None, "n": P + 1}, frozenset())])
+    assert list(program.encode([("copy", {"dst": None, "src": None, "n": Dim(1)}, frozenset())]))[-1] == 1  # P cancelled out
+    for n in (2**31, -2**31 - 1):
+        with pytest.raises(ValueError, match="^a program reaches past the kernel's 2 GB of addresses$"):
+            program.encode([("copy", {"dst": None, "src": None, "n": n}, frozenset())])
+
+
+def test_a_field_grows_with_P_by_its_size_its_buffers_size_or_its_offset():
+    fixed, long = Buffer((8, 4)), Buffer((P + 2, 4))
+    assert program.growing("f*", Ref(fixed, P, (1, 4))) and program.growing("f*", Ref(fixed, P * 4, (1, 4)))
+    assert not program.growing("f*", Ref(fixed, Dim(4), (1, 4)))  # worked out with P, which cancels out
+    assert not program.growing("f*", Ref(fixed, 4, (1, 4))) and not program.growing("f*", None)
+    assert program.growing("f*", Ref(long, 0, (2, 4)))
+    assert program.growing("i", P + 1) and not program.growing("i", Dim(3)) and not program.growing("i", 3)
+
+
+def test_an_item_of_a_ref_and_what_cannot_be_read_back():
+    cache = Ref(Buffer((2, 3, 5)), 7, (2, 3, 5))  # [layers, rows, width]
+    layer = cache[1]
+    assert (program.dim(layer.offset).a, layer.shape, layer.rows, layer.width) == (7 + 15, (3, 5), 3, 5)
+    assert cache[1][2].shape == (5,) and program.dim(cache[1][2].offset).a == 7 + 15 + 10
+    with pytest.raises(TypeError, match=r"^a size grows with P at most linearly: 0 \+ 1·P × 0 \+ 1·P$"):
+        P * P
+    grown = Buffer((P + 2, 4))
+    grown.at = Dim(64, 16)
+    with pytest.raises(ValueError, match=r"^Buffer\(.*\) is read back, but its place or size grows with the cache's length$"):
+        program.place(Ref(grown, 0, (2, 4)))  # its place grows, its shape does not
+    still = Buffer((2, 4))
+    still.at = 64
+    assert program.place(Ref(still, 4, (4,))) == (68, (4,))
+
+
 def test_an_op_refuses_fields_it_has_not_a_value_overwritten_in_place_and_an_unended_phase():
     b = Builder()
     x = b.input("x", (4,))
@@ -128,11 +203,11 @@ def test_an_op_refuses_fields_it_has_not_a_value_overwritten_in_place_and_an_une
     with pytest.raises(ValueError, match=r"Buffer\(4,\) was overwritten in place by divide: use that op's result"):
         b.emit("copy", dst=b.new((4,)), src=x, n=4)
     b.emit("copy", dst=b.new((4,)), src=halved, n=4)
-    with pytest.raises(RuntimeError, match="the program's last phase has not ended"):
+    with pytest.raises(RuntimeError, match="^the program's last phase has not ended$"):
         b.program(wasm.HEAP)  # ops after the last phase()
     b.phase(halved)
     b.program(wasm.HEAP)
-    with pytest.raises(RuntimeError, match="the program's last phase has not ended"):
+    with pytest.raises(RuntimeError, match="^the program's last phase has not ended$"):
         Builder().program(wasm.HEAP)  # no phase at all
 
 
