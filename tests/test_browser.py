@@ -8,11 +8,13 @@ import time
 import pytest
 
 import book
+import drawing
 import tolerance
 from build_hooks import assets, trim
 from conftest import KERNEL_WARM
 from widgets_py import formatted, run
-from widgets_py.engine.registry import is_measured
+from widgets_py.engine import svg
+from widgets_py.engine.registry import get, is_measured
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +32,10 @@ def assert_matches_cpython(page, sel: str) -> None:
     name = page.get_attribute(sel, "data-widget")
     instance = page.get_attribute(sel, "data-instance")
     params = dom_params(page, sel)
-    expected = run(name, params).values
+    layout, drawn = page.eval_on_selector(sel, drawing.SHOWN)
+    result = run(name, params, (svg.layout(layout),))
+    expected = result.values
+    assert drawing.same(drawn, result.figure, bool(get(name).timed)), f"{name}: the page's drawing is not CPython's"
     shown = json.loads(page.get_attribute(sel, "data-values"))
     assert shown.keys() == expected.keys()
     for key, value in expected.items():

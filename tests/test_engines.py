@@ -23,12 +23,13 @@ import warnings
 import pytest
 
 import book
+import drawing
 import engines
 import tolerance
 from build_hooks import export
 from conftest import _Quiet
 from widgets_py import formatted, run
-from widgets_py.engine import registry
+from widgets_py.engine import registry, svg
 from widgets_py.engine.registry import is_measured
 
 pytestmark = pytest.mark.browser
@@ -87,7 +88,10 @@ def assert_matches_cpython(engine, sel: str) -> None:
     (tolerance.py: float32 sums in another order)."""
     shown = engine.js(SHOWN, sel)
     name = shown["name"]
-    expected = run(name, shown["params"]).values
+    layout, drawn = engine.js(f"(s) => ({drawing.SHOWN})(document.querySelector(s))", sel)
+    result = run(name, shown["params"], (svg.layout(layout),))
+    expected = result.values
+    assert drawing.same(drawn, result.figure, bool(registry.get(name).timed)), (engine.name, name, "the page's drawing is not CPython's")
     assert shown["values"] is not None and shown["values"].keys() == expected.keys(), (engine.name, sel)
     for key, value in expected.items():
         if not is_measured(name, key):

@@ -175,6 +175,7 @@ def test_an_edits_figure_cannot_navigate_link_style_or_run(watched, server, else
     for bad in ("meta", "a", "style", "img", "script", "foreignObject", "iframe", "image", "[onclick]", "[onerror]"):
         assert page.locator(f"{figure} {bad}").count() == 0, bad
     assert page.locator(f"{figure} svg").count() >= 1 and page.is_visible("body")
+    assert page.locator(f'{figure} text[x="1"][y="1"]').count() == 1  # what the list allows stays
     assert hits == [] and page.title() not in ("1", "2", "3")
 
 

@@ -22,7 +22,13 @@
         ALLOWED_ATTR: list.attributes,
         ALLOW_DATA_ATTR: false,
         ALLOW_ARIA_ATTR: false, // only the aria-* attributes the list names
-        ALLOWED_URI_REGEXP: /^$/, // no attribute on the list takes a URL; none may hold one
+        // DOMPurify checks every attribute that is not "URI-safe" against ALLOWED_URI_REGEXP:
+        // the list's are geometry, text and table attributes, none of which a browser reads as
+        // a URL, so they are declared safe (without this, /^$/ dropped every non-empty x, d
+        // or viewBox, and every figure drawn in the page came out blank); anything else
+        // matching nothing holds no URL
+        ADD_URI_SAFE_ATTR: list.attributes,
+        ALLOWED_URI_REGEXP: /^$/,
         RETURN_DOM_FRAGMENT: true, // no second parse of the cleaned text
       }];
     }
