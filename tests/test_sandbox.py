@@ -179,6 +179,19 @@ def test_an_edits_figure_cannot_navigate_link_style_or_run(watched, server, else
     assert hits == [] and page.title() not in ("1", "2", "3")
 
 
+def test_no_attribute_on_the_list_takes_a_url():
+    """markup.js declares every attribute of the list URI-safe (DOMPurify then skips their
+    values' URL check: x, d or viewBox hold numbers): so none may be one a browser loads or
+    follows, or one whose value may be url(...)."""
+    from widgets_py.engine import markup
+
+    loads = {"href", "xlink:href", "src", "srcset", "action", "formaction", "poster", "background", "data",
+             "style", "fill", "stroke", "filter", "clip-path", "mask", "marker-start", "marker-mid", "marker-end",
+             "cursor", "xmlns", "ping", "lowsrc", "codebase", "cite"}
+    assert loads & set(markup.ATTRIBUTES) == set()
+    assert all(not name.startswith("on") for name in markup.ATTRIBUTES)
+
+
 def test_the_build_checks_shipped_figures_against_the_same_list():
     from widgets_py.engine import markup, registry
 

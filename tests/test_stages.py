@@ -117,16 +117,29 @@ def test_a_call_shorter_than_the_clocks_step_is_timed_in_batches(monkeypatch, st
         now[0] += 1e-5
 
     assert clock.clock_step() == pytest.approx(step)
-    shortest = max(clock.MIN_SAMPLE_S, clock.STEPS_PER_SAMPLE * clock.clock_step())
+    shortest = clock.shortest_timing(clock.clock_step())
     for phase in range(10):  # wherever in the clock's step the timing starts
         now[0] = 7 + phase * step / 10
         assert finish(clock.best_of(call, 3, None, shortest)) == pytest.approx(1e-5, rel=0.06), phase
 
 
-def test_the_clocks_step_is_read_from_edge_to_edge(monkeypatch):
+def test_the_clocks_step_is_read_where_it_runs_and_sets_every_timings_length(monkeypatch):
+    """clock() times with batches of 20 of the clock's steps (2 ms at least, a stage at most),
+    the step read where it runs: CPython's, a browser's 1 ms."""
     assert clock.clock_step() < 1e-5  # CPython's own clock
+    assert [clock.shortest_timing(s) for s in (1e-9, 1e-4, 1e-3, 0.1)] == [0.002, 0.002, 0.02, clock.STAGE_S]
+    asked = []
+
+    def best_of(fn, repeats, note, shortest):
+        asked.append(shortest)
+        return 1e-3
+        yield  # a generator, as best_of is
+
+    monkeypatch.setattr(clock, "best_of", best_of)
     coarse_clock(monkeypatch, 1e-3)
-    assert clock.clock_step(reads=1) == pytest.approx(1e-3)  # wherever the first read falls
+    assert clock.clock_step(reads=1) == pytest.approx(1e-3)
+    finish(clock.clock(repeats=1, seed=0))
+    assert asked == [pytest.approx(0.02)] * 2 * len(clock.LENGTHS)
 
 
 def test_a_compute_that_yields_something_else_is_refused():

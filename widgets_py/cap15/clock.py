@@ -56,9 +56,17 @@ STAGE_S = 0.05  # a stage of the timing runs lasts about this long at most
 # A timing lasts at least this long, and at least STEPS_PER_SAMPLE steps of the clock:
 # browsers coarsen performance.now() (Pyodide's clock) to steps of 0.1 ms (Chromium) or 1 ms
 # (Firefox, WebKit), and the kernel's decode step can take less, which one call at a time
-# would read as 0; a timing of 2 steps reads up to 50 % short, one of 20 steps 5 %
+# would read as 0. Each end of a timing may be off by up to a step (some browsers add
+# jitter): a timing of 2 steps can read 50-100 % off, one of 20 steps 5-10 %. A clock
+# coarser still (a browser resisting fingerprinting: 100 ms) gets no longer timings than a
+# stage: its readings are that coarse whatever the clock does
 MIN_SAMPLE_S = 0.002
 STEPS_PER_SAMPLE = 20
+
+
+def shortest_timing(step: float) -> float:
+    """How long a timing must last on a clock of `step` seconds (see above)."""
+    return min(max(MIN_SAMPLE_S, STEPS_PER_SAMPLE * step), STAGE_S)
 
 
 def clock_step(reads: int = 3) -> float:
@@ -107,7 +115,7 @@ def clock(repeats: int, seed: int):
     out = {"params": gpt.n_params(p), "runtime": runtime(),
            "bytes_decode": c["bytes_decode"], "bytes_prefill_128": c["bytes_prefill"],
            "flops_prefill_128": c["flops_prefill"], "flops_decode_128": c["flops_decode"]}
-    shortest = max(MIN_SAMPLE_S, STEPS_PER_SAMPLE * clock_step())
+    shortest = shortest_timing(clock_step())
     for i, L in enumerate(LENGTHS):
         note = Partial(dict(out), i / len(LENGTHS), f"cronometrant el context de {L} tokens")
         yield note

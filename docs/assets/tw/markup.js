@@ -26,7 +26,8 @@
         // the list's are geometry, text and table attributes, none of which a browser reads as
         // a URL, so they are declared safe (without this, /^$/ dropped every non-empty x, d
         // or viewBox, and every figure drawn in the page came out blank); anything else
-        // matching nothing holds no URL
+        // matching nothing holds no URL (a backstop: tests/test_sandbox.py keeps URL-bearing
+        // attributes off the list)
         ADD_URI_SAFE_ATTR: list.attributes,
         ALLOWED_URI_REGEXP: /^$/,
         RETURN_DOM_FRAGMENT: true, // no second parse of the cleaned text
