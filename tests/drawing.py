@@ -3,12 +3,14 @@ each with the names of its attributes. The page's sanitiser (docs/assets/tw/mark
 drop an element or an attribute it does not allow; a drawing that reached the page whole
 has the structure CPython's has for the same parameters and layout (its numbers may differ
 in the last bits: float32 sums in another order). A widget that measures draws what it
-timed: how many ticks its axes get depends on the times, so there only the kinds of
-element (tag and attribute names) are compared."""
+timed (its axes' ticks follow the times, a label where it ran may wrap): CPython draws the
+page's own numbers for it."""
 
 from __future__ import annotations
 
 from html.parser import HTMLParser
+
+from widgets_py.engine import registry, svg
 
 # The drawing in the slot the page shows (figures.js: tw.figures.shown), and the layout's name
 SHOWN = """(w) => { const layout = tw.figures.shown(w);
@@ -35,7 +37,11 @@ def structure(html: str) -> list[tuple[str, tuple[str, ...]]]:
     return parser.found
 
 
-def same(page_html: str, cpython_html: str, measures: bool) -> bool:
-    """Whether the page's drawing is CPython's, as far as `measures` lets it be."""
-    page, cpython = structure(page_html), structure(cpython_html)
-    return set(page) == set(cpython) if measures else page == cpython
+def expected(name: str, params: dict, layout: str, shown: dict, computed: registry.Result) -> str:
+    """CPython's drawing to hold the page's to: `computed`'s (the same parameters, in
+    `layout`), or for a widget that measures, the page's own values (`shown`) drawn."""
+    widget = registry.get(name)
+    if not widget.timed:
+        return computed.figure
+    assert widget.values is None, f"{name}: its values are not its state: CPython cannot redraw them"
+    return registry.draw(name, registry.validate_params(name, params), shown, (svg.layout(layout),)).figure
