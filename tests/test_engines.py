@@ -91,10 +91,9 @@ def assert_matches_cpython(engine, sel: str) -> None:
     layout, drawn = engine.js(f"(s) => ({drawing.SHOWN})(document.querySelector(s))", sel)
     result = run(name, shown["params"], (svg.layout(layout),))
     expected = result.values
-    assert shown["values"] is not None, (engine.name, sel)
+    assert shown["values"] is not None and shown["values"].keys() == expected.keys(), (engine.name, sel)
     assert drawing.structure(drawn) == drawing.structure(drawing.expected(name, shown["params"], layout, shown["values"], result)), \
         (engine.name, name, "the page's drawing is not CPython's")
-    assert shown["values"] is not None and shown["values"].keys() == expected.keys(), (engine.name, sel)
     for key, value in expected.items():
         if not is_measured(name, key):
             assert shown["values"][key] == tolerance.expected(name, key, value), (engine.name, name, key)

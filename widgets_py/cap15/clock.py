@@ -70,25 +70,24 @@ def shortest_timing(step: float) -> float:
 
 
 def clock_step(reads: int = 3) -> float:
-    """The smallest step time.perf_counter() takes here, in seconds, from one edge of it to
-    the next: nanoseconds natively, 0.1 ms or 1 ms in a browser."""
+    """The smallest step time.perf_counter() takes here, in seconds, from a reading to the
+    next that differs (a reading is a whole number of steps): nanoseconds natively, 0.1 ms or
+    1 ms in a browser."""
     steps = []
     for _ in range(reads):
         t = time.perf_counter()
-        while (edge := time.perf_counter()) == t:
+        while (later := time.perf_counter()) == t:
             pass
-        while (t := time.perf_counter()) == edge:
-            pass
-        steps.append(t - edge)
+        steps.append(later - t)
     return min(steps)
 
 
-def best_of(fn, repeats: int, note: Partial, shortest: float = MIN_SAMPLE_S):
+def best_of(fn, repeats: int, note: Partial, shortest: float):
     """Fastest of `repeats` timings, in seconds per call (returned): the least disturbed by the
     machine. A call too short for the clock is timed n at a time, n doubling until a timing
-    lasts `shortest`, as timeit's autorange does. A generator: it yields `note` again
-    whenever STAGE_S has passed, cutting a long series into stages so that other widgets'
-    runs get in between (engine.widget.Partial)."""
+    lasts `shortest` seconds (shortest_timing), as timeit's autorange does. A generator: it
+    yields `note` again whenever STAGE_S has passed, cutting a long series into stages so
+    that other widgets' runs get in between (engine.widget.Partial)."""
     times, since, n = [], time.perf_counter(), 1
     with one_thread():
         while len(times) < repeats:
