@@ -13,7 +13,7 @@ import re
 
 INLINE = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>(.*?)</script>", re.S)
 POLICY = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval' {hashes}; style-src 'self' 'unsafe-inline'; "
-          "img-src 'self' data:; font-src 'self'; connect-src 'self'; worker-src 'self'; "
+          "img-src 'self' data:; font-src 'self'; connect-src 'self'; worker-src 'self' blob:; "
           "object-src 'none'; base-uri 'self'; form-action 'self'")
 
 

@@ -76,7 +76,7 @@
 
   /** The kernel's helper (helper.js: the WebAssembly kernel alone, no files to load). */
   function helper() {
-    return new Worker(scriptURL(EXPORT.sources["helper.js"]));
+    return new Worker(scriptURL(`${EXPORT.sources["lockdown.js"]}\n${EXPORT.sources["helper.js"]}`)); // locked down as kernel.js's
   }
 
   tw.embedded = { worker, helper };

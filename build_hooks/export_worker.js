@@ -93,7 +93,12 @@
   scriptsIn.promise.catch(() => {}); // not waited for where this worker's own blob: URLs load
   const unpacked = Promise.all([filesIn.promise, ownBlobsLoad || scriptsIn.promise]);
   let queue = Promise.resolve();
+  // the first listener (worker.js's lock-down: no later one hears the page, none dispatched here counts)
+  const stopHere = Event.prototype.stopImmediatePropagation;
+  const { apply } = Reflect;
   self.addEventListener("message", (/** @type {MessageEvent} */ event) => {
+    if (!event.isTrusted) return;
+    apply(stopHere, event, []);
     const data = event.data;
     if (data && data.type === FILES) {
       send({ type: self.tw.protocol.PROGRESS, message: "Desempaquetant Python del fitxer…", fraction: 0.02 });

@@ -1,9 +1,8 @@
 """Security headers a static host should send, written by the build from the pages' own policy.
 
 The CSP in each page is a <meta> tag (csp.py): it works on any host, but a meta policy
-cannot carry `frame-ancestors` (who may frame the page), and it does not reach the Pyodide
-worker, whose script is a separate document with its own policy. Hosts that read a header
-file can do both, so the build writes, next to the site:
+cannot carry `frame-ancestors` (who may frame the page). Hosts that read a header file can
+send it, so the build writes, next to the site:
 
     _headers                Netlify and Cloudflare Pages (same syntax)
     nginx-headers.conf      an nginx snippet to `include` in the site's `server` block
@@ -11,10 +10,13 @@ file can do both, so the build writes, next to the site:
 The page policy is the union of every built page's meta policy (same directives, the
 inline-script hashes of all pages, the single-file downloads' included) plus
 `frame-ancestors 'none'`. A browser enforces both the header and the meta policy, so each
-page stays held to its own meta policy; the header only has to allow all of them; the worker gets a policy of
-its own: its scripts and data from this origin only, WebAssembly compiled, no `eval`.
-GitHub Pages sends no custom headers: there only the meta policy and the worker's own
-lock-down (assets/tw/lockdown.js) apply (see the README).
+page stays held to its own meta policy; the header only has to allow all of them.
+
+The Pyodide worker and the kernel's helper need no header of their own: kernel.js starts
+them from blob: URLs, and such a worker inherits its page's policies, the header's and the
+meta tag's alike. Served with these headers, without them (GitHub Pages), or from one file,
+the browser holds the worker to the page's `script-src` and `connect-src`; lockdown.js is a
+second wall (see the README).
 """
 
 from __future__ import annotations
@@ -25,15 +27,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">')
-WORKER_POLICY = ("default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; "
-                 "worker-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 EXTRA = {  # sent with every file
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cross-Origin-Opener-Policy": "same-origin",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
 }
-WORKERS = ("assets/tw/worker.js", "assets/tw/helper.js")  # Pyodide's, and the kernel's helper
 
 
 def page_policy(site: Path) -> str:
@@ -58,10 +57,6 @@ def page_policy(site: Path) -> str:
 def netlify(base: str, policy: str) -> str:
     lines = [f"{base}*", f"  Content-Security-Policy: {policy}"]
     lines += [f"  {k}: {v}" for k, v in EXTRA.items()]
-    # both rules match each worker: these hosts send both values, and a browser enforces
-    # every policy it is sent, so the workers get the stricter one on top
-    for worker in WORKERS:
-        lines += [f"{base}{worker}", f"  Content-Security-Policy: {WORKER_POLICY}"]
     lines.append("")
     return "\n".join(lines)
 
@@ -77,9 +72,6 @@ def nginx(base: str, policy: str) -> str:
         "# brotli_static on;  # with the ngx_brotli module\n"
         f"location {base} {{\n"
         f'    add_header Content-Security-Policy "{policy}" always;\n{common}}}\n'
-        "# nginx does not merge add_header across locations: the workers' blocks repeat the rest\n"
-        + "".join(f"location = {base}{worker} {{\n"
-                  f'    add_header Content-Security-Policy "{WORKER_POLICY}" always;\n{common}}}\n' for worker in WORKERS)
     )
 
 

@@ -159,6 +159,41 @@ def browser():
         b.close()
 
 
+@pytest.fixture(scope="session")
+def launched():
+    """Firefox ESR and WebKitGTK sessions (tests/engines.py), each launched once per test
+    session, when a test first asks for it, with a recording proxy for what leaves 127.0.0.1.
+    A machine without an engine skips its tests, saying what to install; under CI it fails."""
+    import engines
+
+    sessions = {}
+
+    def launch(name: str):
+        if name in sessions:
+            return sessions[name]
+        why = engines.missing(name)
+        if why:
+            if os.environ.get("CI"):
+                pytest.fail(f"{name}: {why}; CI runs the core suite in every engine")
+            pytest.skip(f"{name} not available: {why}")
+        recorder = engines.Recorder()
+        browser = engines.launch(name, recorder.address)
+        browser.recorder = recorder
+        sessions[name] = browser
+        # the recorder does see what leaves 127.0.0.1 in this engine (a test that cannot fail is no test)
+        try:
+            browser.goto("http://tw-probe.invalid/")
+        except Exception:  # noqa: BLE001 - the proxy's 403 may count as a failed navigation
+            pass
+        assert recorder.calibration, f"{name}: the recording proxy saw nothing of http://tw-probe.invalid/"
+        return browser
+
+    yield launch
+    for browser in sessions.values():
+        browser.close()
+        browser.recorder.close()
+
+
 class Watched:
     """A page plus what it did: console errors and every request URL."""
 

@@ -150,6 +150,38 @@ class Engine:
             time.sleep(poll)
 
 
+class Chromium(Engine):
+    """Chromium through the session's Playwright browser, behind the same interface, for the
+    tests that hold all three engines to one check (tests/test_sandbox_engines.py). A fresh
+    context each: its own storage and service workers."""
+
+    name = "chromium"
+
+    def __init__(self, browser):
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.seen: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.seen.append(m.text))
+        self.page.on("pageerror", lambda e: self.seen.append(f"uncaught: {e}"))
+        self.version = "Chromium " + browser.version
+        self.recorder = None
+
+    def goto(self, url):
+        self.page.goto(url)
+
+    def reload(self):
+        self.page.reload()
+
+    def js(self, code, *args):
+        return self.page.evaluate(self.call_source(code, args))
+
+    def errors(self):
+        return list(self.seen)
+
+    def close(self):
+        self.context.close()
+
+
 class Firefox(Engine):
     name = "firefox"
 

@@ -180,24 +180,8 @@ class Served:
 
 
 @pytest.fixture(scope="session", params=engines.ENGINES)
-def engine(request):
-    why = engines.missing(request.param)
-    if why:
-        if os.environ.get("CI"):
-            pytest.fail(f"{request.param}: {why}; CI runs the core suite in every engine")
-        pytest.skip(f"{request.param} not available: {why}")
-    recorder = engines.Recorder()
-    browser = engines.launch(request.param, recorder.address)
-    browser.recorder = recorder
-    # the recorder does see what leaves 127.0.0.1 in this engine (a test that cannot fail is no test)
-    try:
-        browser.goto("http://tw-probe.invalid/")
-    except Exception:  # noqa: BLE001 - the proxy's 403 may count as a failed navigation
-        pass
-    assert recorder.calibration, f"{request.param}: the recording proxy saw nothing of http://tw-probe.invalid/"
-    yield browser
-    browser.close()
-    recorder.close()
+def engine(request, launched):
+    return launched(request.param)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Security headers (issue 15 §6): the build writes `_headers` and an nginx snippet from the
-pages' own policy; served with them, the worker has a policy of its own and no other origin
-can frame the chapter; served without them (GitHub Pages), the worker locks itself down."""
+pages' own policy; served with them, no other origin can frame the chapter, and the workers
+(started from blob: URLs) inherit the page's policies in every hosting mode."""
 
 from __future__ import annotations
 
@@ -51,13 +51,11 @@ def test_header_files_carry_every_page_policy_plus_frame_ancestors(site):
         assert "'none'" not in policy["script-src"]
     assert policy["frame-ancestors"] == {"'none'"}
     assert dict(base)["X-Content-Type-Options"] == "nosniff"
-    worker = dict(next(h for path, h in rules if path.endswith("assets/tw/worker.js")))
-    wpolicy = _directives(worker["Content-Security-Policy"])
-    assert wpolicy["connect-src"] == {"'self'"} and "'unsafe-eval'" not in wpolicy["script-src"]
-    helper = dict(next(h for path, h in rules if path.endswith("assets/tw/helper.js")))  # the kernel's helper
-    assert helper == worker
+    # the workers inherit the page's policies (kernel.js starts them from blob: URLs): no rule of their own
+    assert [path for path, _ in rules] == [path for path, _ in rules if path.endswith("/*")]
+    assert policy["connect-src"] == {"'self'"} and "'unsafe-eval'" not in policy["script-src"]
     nginx = (site / "nginx-headers.conf").read_text()
-    assert dict(base)["Content-Security-Policy"] in nginx and worker["Content-Security-Policy"] in nginx
+    assert dict(base)["Content-Security-Policy"] in nginx
 
 
 class _WithHeaders(http.server.SimpleHTTPRequestHandler):
@@ -140,9 +138,9 @@ def test_a_chapter_download_still_runs_served_with_the_headers(browser, site, he
 
 
 @pytest.mark.browser
-def test_the_kernels_helper_runs_under_the_workers_policy(browser, site, headed):
-    """helper.js gets the workers' strict policy (no sources but its own script, WebAssembly):
-    it still takes the worker's compiled kernel and answers."""
+def test_the_kernels_helper_runs_under_the_pages_policy(browser, site, headed):
+    """helper.js inherits the page's policies, the header's too (no sources but this origin,
+    WebAssembly): it still takes the worker's compiled kernel and answers."""
     context = browser.new_context(service_workers="block")
     page = context.new_page()
     try:

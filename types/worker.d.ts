@@ -5,7 +5,8 @@
 
 interface WorkerGlobalScope {
   tw: TW;
-  twLockDown?: (origin: string) => void; // lockdown.js
+  twLockDown?: (origin: string, base?: string) => void; // lockdown.js
+  twScript?: string; // worker.js's address, set by the blob: URL that kernel.js starts it from
   twExport?: any; // export_boot.js's setup of export_worker.js
   loadPyodide?: (options: object) => Promise<any>; // pyodide.js
 }

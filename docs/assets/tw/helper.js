@@ -17,8 +17,9 @@
 // for a module it could not receive), then for each job {id, reads: [Float32Array, ...]} (the
 // pass's reads, in order) or {id, error}.
 // The same kernel on the same inputs: the results are the bits the worker would compute.
+// A second module is not taken: only the kernel the worker loaded first runs here.
 "use strict";
-
+(() => { // one closure: lockdown.js pins every global name it does not keep, a function's too
 const PAGE = 65536; // bytes in a WebAssembly memory page
 /** @type {MessagePort | null} */
 let port = null;
@@ -64,6 +65,7 @@ turns.port1.onmessage = () => {
 
 function receive(/** @type {MessageEvent<TWToHelper>} */ { data }) {
   if ("module" in data || "wasm" in data) {
+    if (kernel) return reply({ ready: true }); // one kernel, the first one given: the shipped one
     try {
       kernel = new WebAssembly.Instance("module" in data ? data.module : new WebAssembly.Module(data.wasm)).exports;
       reply({ ready: true });
@@ -90,3 +92,7 @@ self.onmessage = ({ ports }) => {
   port.onmessage = receive;
   port.onmessageerror = () => reply({ bytes: true }); // the module, where it cannot be shared
 };
+// kernel.js starts this worker from a blob: URL that imports lockdown.js first (the single
+// file: its source before this one): the same allow-list of globals as the Pyodide worker's
+if (self.twLockDown) self.twLockDown(self.location.origin);
+})();

@@ -45,8 +45,9 @@
       this.hung = false; // a ping has gone unanswered for HANG_MS
       this.versions = config.versions || {}; // site path -> hash of its bytes (build_hooks/offline.py)
       // a single-file export (build_hooks/export.py) makes its worker from the bytes it carries
+      this.blobs = []; // the blob: URLs its workers started from, revoked when it ends
       this.worker = tw.embedded ? tw.embedded.worker()
-        : new Worker(this.at(P.WORKER, { protocol: "protocol.js", lockdown: "lockdown.js" }));
+        : this.spawn([this.at(P.WORKER, { protocol: "protocol.js", lockdown: "lockdown.js" })]);
       // offline.js: on a first visit, hold the messages (and so Pyodide's downloads) until the
       // service worker controls this page and the worker, so each file is fetched once
       const gate = (tw.offline && tw.offline.controlled) || null;
@@ -80,7 +81,7 @@
      *  null if it cannot start: Python then runs every pass itself, as it would anyway. */
     startHelper() {
       try {
-        const helper = tw.embedded ? tw.embedded.helper() : new Worker(this.at(P.HELPER));
+        const helper = tw.embedded ? tw.embedded.helper() : this.spawn([this.at("lockdown.js"), this.at(P.HELPER)]);
         const channel = new MessageChannel();
         helper.postMessage(null, [channel.port2]);
         this.toWorker({ type: P.PORT }, [channel.port1]);
@@ -88,6 +89,21 @@
       } catch {
         return null;
       }
+    }
+
+    /** A worker that runs `scripts`, started from a blob: URL: such a worker inherits this
+     *  page's Content-Security-Policy (the <meta> tag csp.py writes, and the header of a host
+     *  that sends one), so wherever the site is hosted the browser itself holds the worker to
+     *  this origin, with no code from text (lockdown.js). A worker started from its script's
+     *  own URL would get only the policy its response's headers carry: on a host that sends
+     *  none (GitHub Pages, `python3 -m http.server`), none. The first script is the one
+     *  whose address the worker keeps, as `self.twScript`, to find its neighbours. */
+    spawn(/** @type {URL[]} */ scripts) {
+      const code = `self.twScript = ${JSON.stringify(scripts[scripts.length - 1].href)};\n` +
+        `importScripts(${scripts.map((u) => JSON.stringify(u.href)).join(", ")});\n`;
+      const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+      this.blobs.push(url);
+      return new Worker(url);
     }
 
     /** The URL of a script beside this one, with its build's version (`?v=`, the hash of its
@@ -194,6 +210,7 @@
       clearInterval(this.beating);
       this.worker.terminate();
       if (this.helper) this.helper.terminate();
+      this.blobs.forEach((url) => URL.revokeObjectURL(url));
       this.pending.forEach((call) => call.reject(error));
       this.pending.clear();
       this.settle.reject(error);
@@ -224,8 +241,15 @@
     return fresh;
   }
 
+  /** A worker that ran a reader's edit, ended (the reader left its page for one without widgets). */
+  function retireTainted() {
+    if (!current || !current.tainted) return;
+    current.terminate();
+    current = null;
+  }
+
   const supported = () => (location.protocol !== "file:" || Boolean(tw.embedded)) && typeof Worker !== "undefined" && typeof WebAssembly !== "undefined";
-  tw.kernel = { get, restart, supported, BootError };
+  tw.kernel = { get, restart, retireTainted, supported, BootError };
 
   /** A worker started only once `until` settles: until then its messages wait, in order.
    *  Material's search worker builds its index as the page loads (about 0.6 s of CPU); on a

