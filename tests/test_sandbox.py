@@ -355,3 +355,147 @@ def test_every_file_a_script_loads_by_url_is_versioned_in_the_config(site):
     html = (site / "cap15" / "index.html").read_text()
     config = json.loads(unescape(re.search(r'data-config="([^"]+)"', html).group(1)))
     assert config["versions"] == {path: offline.digest((site / path).read_bytes()) for path in offline.LOADED}
+
+
+# Issue 45's low findings (../shared/reviews/hostile-round2.md) that the page's own scripts
+# decide, engine-independent: in Chromium. The high and medium ones, in three engines, are
+# tests/test_sandbox_engines.py.
+
+CONFIG = "JSON.parse(document.getElementById('tw-config').dataset.config)"
+
+
+def test_an_edit_hears_none_of_the_pages_later_calls(watched, server):
+    """L-2: a listener Python adds to the worker's messages never hears the page's calls
+    (worker.js's own listener is the first, and the last to hear each one)."""
+    page = watched.page
+    page.goto(server + PAGE)
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    spy = ("import js, sys\nfrom pyodide.ffi import create_proxy\nheard = sys.modules['widgets_py'].__dict__.setdefault('_heard', [])\n"
+           "js.addEventListener('message', create_proxy(lambda event: heard.append(1)))\n")
+    edited_call(page, spy)  # not a widget's module: its error is beside the point, its listener stays
+    page.select_option(f"{SEL} select[name=model]", "mixtral-8x7b")  # a call the edit would hear
+    ready(page)
+    reply = edited_call(page, "import sys\nraise RuntimeError('HEARD' + str(len(sys.modules['widgets_py']._heard)))\n")
+    assert reply["error"]["message"] == "HEARD0"
+
+
+def test_an_edited_worker_ends_with_its_page(watched, server):
+    """L-3: instant navigation to a page without widgets ends a worker that ran an edit."""
+    page = watched.page
+    page.goto(server + PAGE)
+    ready(page)
+    start_edit(page, EDIT)
+    run_edit(page)
+    page.evaluate(f"() => {{ window.__edited = tw.kernel.get({CONFIG}); }}")
+    assert page.evaluate("() => window.__edited.tainted && !window.__edited.failure")
+    page.locator("a.md-nav__link[href*='glossari']").first.click()
+    page.wait_for_function("() => location.pathname.includes('glossari') && !document.querySelector('.tw-widget')", timeout=10_000)
+    assert page.evaluate("() => Boolean(window.__edited)")  # the same document: instant navigation
+    page.wait_for_function("() => window.__edited && window.__edited.failure !== null", timeout=5000)
+
+
+FAKE_SOURCE = """
+from ..engine import edits as _edits
+import json as _json
+_shipped = _edits.source
+def _fake(name):
+    data = _json.loads(_shipped(name))
+    if name == "roofline":
+        data["source"] = "# FALS: no és el mòdul que executa el teu navegador\\n"
+    return _json.dumps(data)
+_edits.source = _fake
+"""
+
+
+def test_a_panel_shows_the_shipped_module_again_once_its_worker_is_replaced(watched, server):
+    """L-4: an edit of one widget fakes another's «Codi» view; «Restaura» (a fresh worker)
+    shows the shipped module again in the panel that is open."""
+    page = watched.page
+    cost = '.tw-widget[data-widget="cost"]'
+    page.goto(server + PAGE)
+    ready(page)
+    ready(page, cost)
+    start_edit(page, FAKE_SOURCE, cost)
+    run_edit(page, cost)
+    open_panel(page, SEL)
+    assert "FALS" in page.eval_on_selector(SEL, "w => window.tw.codepanel.text(w)")
+    page.click(f"{cost} .tw-code-restore")
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.wait_for_function("s => { const t = window.tw.codepanel.text(document.querySelector(s)); return t && !t.includes('FALS'); }",
+                           arg=SEL, timeout=30_000)
+    assert "def " in page.eval_on_selector(SEL, "w => window.tw.codepanel.text(w)")
+
+
+HELPER_SWAP = """
+import js, asyncio, sys
+from pyodide.ffi import to_js
+from ..engine import session
+client = session.current().helper.client
+# (module (func (export "run") (loop (br 0)))): a kernel that never returns
+loop = to_js(bytes([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 7, 7, 1, 3, 114, 117, 110, 0, 0,
+                    10, 9, 1, 7, 0, 3, 64, 12, 0, 11, 11]))
+client.load(js.WebAssembly.Module.new(loop), None)
+client.submit(to_js([["call", "run", []]]), 424242)
+sys.modules["widgets_py"]._settled = asyncio.ensure_future(client.settled(424242))
+"""
+
+
+def test_only_the_shipped_kernel_runs_in_the_helper(watched, server):
+    """L-5: an edit cannot load its own WebAssembly into the kernel's helper (and spin a
+    second core): the helper keeps the first kernel it was given, and answers."""
+    page = watched.page
+    page.goto(server + PAGE)
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.wait_for_function(f"() => tw.kernel.get({CONFIG}).warm", timeout=BOOT_MS)
+    assert page.evaluate(f"() => tw.kernel.get({CONFIG}).warm.helped")
+    edited_call(page, HELPER_SWAP)
+    page.wait_for_timeout(3000)  # a job not back in JOB_MS (2 s) marks the helper not ready
+    reply = edited_call(page, "import sys\nfrom ..engine import session\n"
+                              "raise RuntimeError('READY' + str(bool(session.current().helper.client.ready)))\n")
+    assert reply["error"]["message"] == "READYTrue"
+
+
+def test_from_disk_an_edit_makes_no_script_of_its_own(browser, site, tmp_path):
+    """L-6: in the single file opened from disk (whose policy must allow the worker's own
+    blob: scripts), an edit can neither make a blob: URL nor reach Pyodide's loaders."""
+    single = tmp_path / "capitol15.html"
+    single.write_bytes((site / "cap15" / ("index" + export.SUFFIX)).read_bytes())
+    context = browser.new_context(service_workers="block")
+    page = context.new_page()
+    page.goto(single.as_uri())
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    probe = ("import js, json\nout = {}\n"
+             "def attempt(name, fn):\n    try:\n        out[name] = 'refused' if fn() is None else 'reached'\n"
+             "    except BaseException:\n        out[name] = 'refused'\n"
+             "attempt('blob: URL', lambda: js.URL.createObjectURL(js.Blob.new(['self.x = 1'])))\n"
+             "attempt('loadPyodide', lambda: js.loadPyodide)\n"
+             "attempt('file:', lambda: js.importScripts('file:///etc/hostname'))\n"
+             "attempt('twExport', lambda: js.twExport)\n"
+             "raise RuntimeError('PROBE' + json.dumps(out))\n")
+    found = json.loads(edited_call(page, probe)["error"]["message"].split("PROBE", 1)[1])
+    assert found == {"blob: URL": "refused", "loadPyodide": "refused", "file:": "refused", "twExport": "refused"}
+    context.close()
+
+
+def test_a_network_cut_at_boot_is_not_blamed_on_the_pin(watched, server):
+    """L-12: the network fails while Pyodide loads its packages: the page says the site did
+    not answer, not that the sha256 pin refused the files."""
+    page = watched.page
+    cut = [False]
+
+    def route(r):
+        if ".whl" in r.request.url:
+            cut[0] = True  # Pyodide is in and loads its packages: from now on its folder is out of reach
+        if cut[0] and "/pyodide/" in r.request.url:
+            return r.abort()
+        return r.continue_()
+
+    watched.context.route("**/*", route)  # the worker's requests too
+    page.goto(server + PAGE)
+    try:
+        page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'error')",
+                               timeout=BOOT_MS)
+    except Exception:
+        pytest.fail(f"{cut}: {page.text_content(f'{SEL} .tw-status')}")
+    status = page.text_content(f"{SEL} .tw-status")
+    assert "connexió" in status and "sha256" not in status, status

@@ -42,11 +42,12 @@
     notSaved: "No s'ha pogut desar l'edició en aquest navegador: durarà només mentre la pàgina estigui oberta.",
     error: (e) => `${e.line ? `Línia ${e.line}: ` : ""}${e.kind}: ${e.message}. Es manté la darrera figura bona.`,
     stopped: "Aturat. El widget torna al codi original; el teu codi és a l'editor.",
+    shelved: "Python no responia i s'ha reiniciat: el widget torna al codi original. La teva edició és a l'editor, sense aplicar.",
     restored: "Codi original restaurat.",
     plain: "(editor simple: no s'ha pogut carregar l'editor de codi)",
     liveTitle: "Calculat amb el teu codi editat",
   };
-  const panels = new WeakMap(); // widget element -> its Panel
+  const panels = new Map(); // widget element -> its Panel (a page left behind: pruned by `live`)
 
   function settings() {
     const el = document.getElementById("tw-code");
@@ -231,6 +232,26 @@
       if (open && !this.shipped) await this.load();
     }
 
+    /** A new worker: the module shown came from the old one (which an edit may have changed),
+     *  so it is asked again, now if the panel is open, else when it opens. */
+    renew() {
+      this.shipped = null;
+      if (!this.editor) return;
+      this.editor = null;
+      this.view.replaceChildren();
+      if (!this.section.hidden) this.load();
+    }
+
+    /** A hung worker is restarted: an applied edit waits in the editor as a draft. */
+    shelve() {
+      if (this.code === null) return;
+      this.code = null;
+      this.restored = true;
+      store(this.w, { code: this.draft });
+      this.refresh();
+      this.say(TEXT.shelved);
+    }
+
     async load() {
       this.say(TEXT.loading);
       const kernel = this.host.kernel();
@@ -324,6 +345,12 @@
     }
   }
 
+  /** The panels of the page shown; those of pages left (instant navigation) are forgotten. */
+  function live() {
+    for (const w of panels.keys()) if (!w.isConnected) panels.delete(w);
+    return [...panels.values()];
+  }
+
   /** Every widget of the page says so while any of them runs edited code. */
   function markPage() {
     const all = [...document.querySelectorAll(".tw-widget")].filter((w) => panels.has(w)).map((w) => panels.get(w));
@@ -345,5 +372,9 @@
     /** The editor's text (CodeMirror draws only the lines in view): for tests and the curious. */
     text: (w) => (panels.has(w) && panels.get(w).editor ? panels.get(w).editor.value : null),
     liveTitle: TEXT.liveTitle,
+    /** Every panel's view asked again of the new worker (host.js restart). */
+    renew: () => live().forEach((p) => p.renew()),
+    /** Every applied edit back to a draft (host.js, before restarting a hung worker). */
+    shelve: () => live().forEach((p) => p.shelve()),
   };
 })();

@@ -197,7 +197,9 @@
     if (widgets.length && widgets.every((w) => w.dataset.hosted)) return; // this page is set up already
     if (page) leave(page);
     page = null;
-    if (!widgets.length || !configEl) return;
+    // a worker that ran a reader's edit does not outlive its page: on a page with no widget
+    // nothing would say it is there, and it may be busy (a page with widgets replaces it: adopt)
+    if (!widgets.length || !configEl) return tw.kernel && tw.kernel.retireTainted();
     widgets.forEach((w) => (w.dataset.hosted = "true"));
     if (location.protocol === "file:" && !tw.embedded) return widgets.forEach((w) => setState(w, "static", TEXT.file));
     if (!tw.kernel.supported()) return widgets.forEach((w) => setState(w, "error", TEXT.unsupported));
@@ -239,7 +241,12 @@
       const again = document.createElement("button");
       again.type = "button";
       again.textContent = TEXT.restartPython;
-      again.addEventListener("click", restart);
+      again.addEventListener("click", () => {
+        // an applied edit may be what hangs: the fresh worker must not run it again, so
+        // every one waits in its editor as a draft (what «Atura» does for its own widget)
+        if (tw.codepanel) tw.codepanel.shelve();
+        restart();
+      });
       note.append(`${TEXT.hung} `, again);
       part(w, ".tw-status").after(note);
     });
@@ -288,6 +295,7 @@
     showHung(here, false);
     here.kernel = tw.kernel.restart(JSON.parse(document.getElementById("tw-config").dataset.config));
     here.rerun = true; // its figures came from the stopped worker (a retrained model, say)
+    if (tw.codepanel) tw.codepanel.renew(); // what an open panel shows is the old worker's answer
     adopt(here);
   }
 
