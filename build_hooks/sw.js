@@ -27,7 +27,9 @@
 //   each time (an entry that something else wrote, or an older build's, is dropped and the
 //   file fetched again), and a versioned URL (`host.js?v=HASH`, `worker.js?v=HASH`) whose HASH
 //   is not this build's is not answered from the cache at all: it is another build's page
-//   asking, and gets the network's answer, never this build's file under its name.
+//   asking, and gets the network's answer, never this build's file under its name. A
+//   versioned URL whose HASH is this build's is answered with this build's bytes or an error:
+//   when its copy is gone and the host serves another build's, the page's boot fails clearly.
 "use strict";
 const sw = /** @type {ServiceWorkerGlobalScope} */ (/** @type {unknown} */ (self)); // self, as a service worker
 const VERSION = "__VERSION__";
@@ -178,23 +180,42 @@ async function verified(cache, path) {
   return null;
 }
 
-async function fromCache(event, path) {
+/** `versioned`: the request names this build's hash (`?v=`), so only this build's bytes answer it. */
+async function fromCache(event, path, versioned) {
   const cache = await caches.open(CACHE);
   const hit = await verified(cache, path);
   if (hit) return hit;
   const response = await fetch(event.request);
+  if (versioned && response.ok) return checked(event, cache, path, response);
   if (response.ok && response.type === "basic" && !event.request.headers.has("range") && !storing.has(path)) {
-    const copy = response.clone();
-    const body = copy.arrayBuffer(); // read now: an unread copy could hold the page's download back
-    body.catch(() => {}); // a broken download is not kept (below), and not an unhandled rejection
-    const kept = whenQuiet()
-      .then(async () => keep(cache, path, await body, copy.headers))
-      .catch(() => false)
-      .finally(() => storing.delete(path));
-    storing.set(path, kept);
-    event.waitUntil(kept);
+    const body = response.clone().arrayBuffer(); // read now: an unread copy could hold the page's download back
+    body.catch(() => {}); // a broken download is not kept (keepLater), and not an unhandled rejection
+    keepLater(event, cache, path, body, response.headers);
   }
   return response;
+}
+
+/** The network's answer to a request for this build's version of `path`, if it is those bytes.
+ *  Other bytes are another build's (deployed since, this build's copy damaged or evicted):
+ *  served, they would pair this build's page with another build's script, so the page gets an
+ *  error instead, as for any file it cannot load (its boot says so, its figures stay). */
+async function checked(event, cache, path, response) {
+  const body = await response.arrayBuffer();
+  if ((await digest(body)) !== FILES[path]) {
+    return new Response(`${path}: not this build's bytes`, { status: 502, statusText: "Not this build's bytes" });
+  }
+  if (!storing.has(path)) keepLater(event, cache, path, Promise.resolve(body), response.headers);
+  return new Response(body, { status: 200, headers: response.headers });
+}
+
+/** Keep `body` (this build's bytes only: keep) once a page is idle (whenQuiet). */
+function keepLater(event, cache, path, body, headers) {
+  const kept = whenQuiet()
+    .then(async () => keep(cache, path, await body, headers))
+    .catch(() => false)
+    .finally(() => storing.delete(path));
+  storing.set(path, kept);
+  event.waitUntil(kept);
 }
 
 async function notFound(request) {
@@ -214,6 +235,6 @@ sw.addEventListener("fetch", (event) => {
   if (path === null) return;
   const version = new URL(request.url).searchParams.get("v");
   if (path in FILES && version !== null && version !== FILES[path]) return; // another build's page: the network answers
-  if (path in FILES) event.respondWith(fromCache(event, path));
+  if (path in FILES) event.respondWith(fromCache(event, path, version !== null));
   else if (request.mode === "navigate") event.respondWith(notFound(request));
 });

@@ -1,8 +1,11 @@
-"""The offline copy's edges (review hostile-round2, M-3):
+"""The offline copy's edges (review hostile-round2, M-3 and L-11):
 
 - Two books under sub-paths of one origin (`/a/`, `/b/`: several courses on one
   `user.github.io`, or `/v1/` and `/v2/` of one course) each keep their offline copy: a visit
   to one never deletes the other's. In Chromium, Firefox ESR and WebKitGTK.
+- A damaged cached copy plus a deploy never pairs builds: a page that asks for this build's
+  `worker.js?v=HASH` while the host serves other bytes gets the clear boot failure, never the
+  other build's worker. In Chromium (the service worker's logic is the same in every engine).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ pytestmark = pytest.mark.browser
 
 STORED = "() => document.documentElement.dataset.twOffline === 'ready'"
 STORED_S = 180
+OTHER_BUILD_RAN = "/__other-build-ran"  # what the other build's worker.js asks first (L-11)
 
 
 class Mounted:
@@ -133,3 +137,41 @@ def test_two_books_under_one_origin_keep_their_offline_copies_chromium(chromium,
 
 def test_two_books_under_one_origin_keep_their_offline_copies(engine, site):
     once_more_after_a_crash(engine, two_books_keep_their_offline_copies, engine, site)
+
+
+def another_worker(js: bytes) -> bytes:
+    """Another build's worker.js: it says that it ran, first."""
+    return f'fetch("{OTHER_BUILD_RAN}");\n'.encode() + js
+
+
+DAMAGE = """async () => {
+  const reg = await navigator.serviceWorker.getRegistration();
+  const names = (await caches.keys()).filter((name) => name.startsWith("tw-"));
+  for (const name of names) {
+    await (await caches.open(name)).put(new URL("assets/tw/worker.js", reg.scope).href, new Response("// damaged"));
+  }
+  return names.length;
+}"""
+SETTLED = "() => [...document.querySelectorAll('.tw-widget')].every(w => ['ready', 'error'].includes(w.dataset.state))"
+STATES = "() => [...document.querySelectorAll('.tw-widget')].map(w => [w.dataset.state, w.querySelector('.tw-status').textContent])"
+
+
+def test_a_damaged_copy_and_a_deploy_never_pair_builds(chromium, site):
+    """L-11: the stored copy of worker.js damaged, the host serving another build's: the page
+    (this build's, from the offline copy) must not run that worker; its widgets fail to boot,
+    saying so, and keep their prerendered figures."""
+    host = Mounted({"/": site})
+    try:
+        chromium.goto(host.url + "cap15/")
+        wait_ready(chromium)
+        chromium.wait(STORED, timeout=STORED_S)
+        assert chromium.js(DAMAGE) == 1
+        host.rewrite["/assets/tw/worker.js"] = another_worker  # a deploy
+        chromium.reload()
+        chromium.wait(SETTLED, timeout=120)
+        states = chromium.js(STATES)
+        assert OTHER_BUILD_RAN not in host.asked, "this build's page ran another build's worker.js"
+        assert states and all(state == "error" and status.startswith("No s'ha pogut carregar Python") for state, status in states), states
+        assert chromium.js("() => [...document.querySelectorAll('.tw-widget .tw-figure')].every(f => f.innerHTML.trim())")
+    finally:
+        host.stop()
