@@ -15,6 +15,9 @@
 // - A new build installs beside the old one (copying unchanged files, downloading changed
 //   ones) and waits: open pages keep their build until the reader accepts the reload the
 //   page offers ("skip-waiting" message). Then the old cache is deleted.
+// - One book per scope: books (or builds) under sub-paths of one origin (`/a/`, `/b/`) share
+//   its caches, so a cache's name holds its scope, and a build reads and deletes only the
+//   caches of its own scope.
 // - A path that is not in the site gets the site's 404 page when the network is cut.
 // - The reader's data: where the browser says the reader saves data (Save-Data), an update
 //   copies what it can from the older build's cache and downloads nothing by itself (changed
@@ -24,14 +27,18 @@
 //   each time (an entry that something else wrote, or an older build's, is dropped and the
 //   file fetched again), and a versioned URL (`host.js?v=HASH`, `worker.js?v=HASH`) whose HASH
 //   is not this build's is not answered from the cache at all: it is another build's page
-//   asking, and gets the network's answer, never this build's file under its name.
+//   asking, and gets the network's answer, never this build's file under its name. A
+//   versioned URL whose HASH is this build's is answered with this build's bytes or an error:
+//   when its copy is gone and the host serves another build's, the page's boot fails clearly.
 "use strict";
 const sw = /** @type {ServiceWorkerGlobalScope} */ (/** @type {unknown} */ (self)); // self, as a service worker
 const VERSION = "__VERSION__";
 const FILES = __FILES__;
 const NOT_FOUND = "__NOT_FOUND__";
-const CACHE = `tw-${VERSION}`;
 const SCOPE = new URL(sw.registration.scope);
+const BOOK = `tw-${SCOPE.pathname}`; // this scope's caches are BOOK-VERSION ("tw-/a/-6bfb…")
+const CACHE = `${BOOK}-${VERSION}`;
+const UNSCOPED = /^tw-[0-9a-f]{16}$/; // a name from before names held the scope: any book's
 const PARALLEL = 4; // precache downloads at a time
 const CLAIM_MS = 10000; // how long "claim-workers" waits for the page's workers to run
 const storing = new Map(); // path -> the fetch handler keeping a response it served (this build's?)
@@ -79,11 +86,22 @@ const whenQuiet = () =>
 
 const savingData = () => Boolean(/** @type {any} */ (sw.navigator).connection?.saveData); // Network Information API: Chromium only
 
-async function precacheOne(cache, path, download = true) {
+/** The names of this book's caches of other builds (an older one, or a newer one waiting). An
+ *  unscoped name is this book's if it holds a file of this book (not one under a sub-path). */
+async function otherBuilds() {
+  const names = (await caches.keys()).filter((name) => name !== CACHE);
+  const ours = await Promise.all(names.map(async (name) => name.slice(0, name.lastIndexOf("-")) === BOOK ||
+    (UNSCOPED.test(name) && (await (await caches.open(name)).keys()).some(({ url }) => pathOf(url) in FILES))));
+  return names.filter((_, i) => ours[i]);
+}
+
+async function precacheOne(cache, older, path, download = true) {
   await storing.get(path); // the page is loading it: its copy, not a second download
   if (await cache.match(keyOf(path))) return; // the page loaded it already
-  const earlier = await caches.match(keyOf(path)); // an older build's copy: reused if unchanged
-  if (earlier && (await store(cache, path, earlier))) return;
+  for (const other of older) { // an older build's copy: reused if unchanged
+    const earlier = await other.match(keyOf(path));
+    if (earlier && (await store(cache, path, earlier))) return;
+  }
   if (!download) return;
   // "no-cache" revalidates: a file the page just loaded costs a 304; a stale HTTP copy is refused
   for (const mode of /** @type {RequestCache[]} */ (["no-cache", "reload"])) {
@@ -100,9 +118,10 @@ function precache(download = true) {
     precaching ||
     (async () => {
       const cache = await caches.open(CACHE);
+      const older = await Promise.all((await otherBuilds()).map((name) => caches.open(name)));
       const queue = Object.keys(FILES);
       const worker = async () => {
-        while (queue.length) await precacheOne(cache, queue.shift(), download);
+        while (queue.length) await precacheOne(cache, older, queue.shift(), download);
       };
       await Promise.all(Array.from({ length: PARALLEL }, worker));
     })().finally(() => (precaching = null));
@@ -130,9 +149,8 @@ sw.addEventListener("install", (event) => {
 
 sw.addEventListener("activate", (event) => {
   event.waitUntil(
-    caches
-      .keys()
-      .then((keys) => Promise.all(keys.filter((k) => k.startsWith("tw-") && k !== CACHE).map((k) => caches.delete(k))))
+    otherBuilds()
+      .then((names) => Promise.all(names.map((name) => caches.delete(name))))
       .then(() => sw.clients.claim()),
   );
 });
@@ -162,23 +180,42 @@ async function verified(cache, path) {
   return null;
 }
 
-async function fromCache(event, path) {
+/** `versioned`: the request names this build's hash (`?v=`), so only this build's bytes answer it. */
+async function fromCache(event, path, versioned) {
   const cache = await caches.open(CACHE);
   const hit = await verified(cache, path);
   if (hit) return hit;
   const response = await fetch(event.request);
+  if (versioned && response.ok) return checked(event, cache, path, response);
   if (response.ok && response.type === "basic" && !event.request.headers.has("range") && !storing.has(path)) {
-    const copy = response.clone();
-    const body = copy.arrayBuffer(); // read now: an unread copy could hold the page's download back
-    body.catch(() => {}); // a broken download is not kept (below), and not an unhandled rejection
-    const kept = whenQuiet()
-      .then(async () => keep(cache, path, await body, copy.headers))
-      .catch(() => false)
-      .finally(() => storing.delete(path));
-    storing.set(path, kept);
-    event.waitUntil(kept);
+    const body = response.clone().arrayBuffer(); // read now: an unread copy could hold the page's download back
+    body.catch(() => {}); // a broken download is not kept (keepLater), and not an unhandled rejection
+    keepLater(event, cache, path, body, response.headers);
   }
   return response;
+}
+
+/** The network's answer to a request for this build's version of `path`, if it is those bytes.
+ *  Other bytes are another build's (deployed since, this build's copy damaged or evicted):
+ *  served, they would pair this build's page with another build's script, so the page gets an
+ *  error instead, as for any file it cannot load (its boot says so, its figures stay). */
+async function checked(event, cache, path, response) {
+  const body = await response.arrayBuffer();
+  if ((await digest(body)) !== FILES[path]) {
+    return new Response(`${path}: not this build's bytes`, { status: 502, statusText: "Not this build's bytes" });
+  }
+  if (!storing.has(path)) keepLater(event, cache, path, Promise.resolve(body), response.headers);
+  return new Response(body, { status: 200, headers: response.headers });
+}
+
+/** Keep `body` (this build's bytes only: keep) once a page is idle (whenQuiet). */
+function keepLater(event, cache, path, body, headers) {
+  const kept = whenQuiet()
+    .then(async () => keep(cache, path, await body, headers))
+    .catch(() => false)
+    .finally(() => storing.delete(path));
+  storing.set(path, kept);
+  event.waitUntil(kept);
 }
 
 async function notFound(request) {
@@ -198,6 +235,6 @@ sw.addEventListener("fetch", (event) => {
   if (path === null) return;
   const version = new URL(request.url).searchParams.get("v");
   if (path in FILES && version !== null && version !== FILES[path]) return; // another build's page: the network answers
-  if (path in FILES) event.respondWith(fromCache(event, path));
+  if (path in FILES) event.respondWith(fromCache(event, path, version !== null));
   else if (request.mode === "navigate") event.respondWith(notFound(request));
 });
