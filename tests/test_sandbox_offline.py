@@ -75,37 +75,9 @@ class Mounted:
         self.httpd.server_close()
 
 
-class Playwright(engines.Engine):
-    """A Playwright page of Chromium behind tests/engines.py's interface: one test, every engine."""
-
-    name = "chromium"
-
-    def __init__(self, browser):
-        self.context = browser.new_context()  # service workers allowed
-        self.page = self.context.new_page()
-        self.seen: list[str] = []
-        self.page.on("console", lambda m: m.type == "error" and self.seen.append(m.text))
-        self.page.on("pageerror", lambda e: self.seen.append(str(e)))
-
-    def goto(self, url):
-        self.page.goto(url)
-
-    def reload(self):
-        self.page.reload()
-
-    def js(self, code, *args):
-        return self.page.evaluate(self.call_source(code, args))
-
-    def errors(self):
-        return list(self.seen)
-
-    def close(self):
-        self.context.close()
-
-
 @pytest.fixture
 def chromium(browser):
-    page = Playwright(browser)
+    page = engines.Chromium(browser)  # service workers allowed
     yield page
     page.close()
 
