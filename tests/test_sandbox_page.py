@@ -71,3 +71,26 @@ def test_the_build_holds_shipped_figures_to_the_same_classes():
         'class="md-consent__overlay"', 'class="tw-widget"']
     css = (ROOT / "docs" / "assets" / "tw" / "tw.css").read_text()
     assert [c for c in markup.CLASSES if f".{c}" not in css] == []
+
+
+# L-8: a reply as large as a few megabytes is refused before it is parsed
+HUGE = """
+import dataclasses as _dc
+def _figure(params, state):
+    return '<svg class="tw-svg" viewBox="0 0 10 10">' + '<rect width="1" height="1"/>' * 110_000 + '</svg>', "massa"
+WIDGET = _dc.replace(WIDGET, figure=_figure)
+"""
+
+
+def test_an_oversized_figure_is_refused_and_the_last_one_kept(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    ready(page)
+    figure = f"{SEL} .tw-figure"
+    before = page.inner_html(figure)
+    start_edit(page, HUGE)
+    run_edit(page)
+    status = page.text_content(f"{SEL} .tw-status")
+    assert page.get_attribute(SEL, "data-state") == "error" and "massa gran" in status, status
+    assert page.locator(f"{figure} rect:not([class])").count() == 0
+    assert page.inner_html(figure) == before

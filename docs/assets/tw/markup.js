@@ -6,12 +6,16 @@
 // widgets_py/engine/markup.py, which the site config carries: SVG shapes and text, tables,
 // the drawing classes; no script, style, link, meta, foreignObject, event handler or URL,
 // and no class of the theme's or of the page's own. The build holds prerendered figures to
-// the same list, so a shipped figure loses nothing here. Without DOMPurify nothing is
-// inserted: the widget keeps the figure it has.
+// the same list, so a shipped figure loses nothing here. Without DOMPurify, or for a reply
+// too large to show, nothing is inserted: the widget keeps the figure it has.
 (() => {
   "use strict";
   const tw = (window.tw ||= /** @type {TW} */ ({}));
   let allowed = null; // [config text, DOMPurify options, classes] of the page's config
+  // The largest figure or table the shipped widgets draw is about 65 000 characters
+  // (batching at 400 requests, both layouts alike); a reply eight times that is refused
+  // unread: parsing grows with its length (an edit's 2,9 MB of <rect> held the page 3,3 s)
+  const MAX_CHARS = 512 * 1024;
 
   function options() {
     const el = document.getElementById("tw-config");
@@ -48,12 +52,18 @@
     return fragment;
   }
 
+  const tooLarge = (/** @type {number} */ n) =>
+    `la sortida és massa gran per mostrar-la (${tw.formatNumber(n / 1024)} kB; com a màxim ${tw.formatNumber(MAX_CHARS / 1024)} kB)`;
+
   tw.markup = {
-    /** `el`'s children become the cleaned `html`; an Error if the page has no sanitiser. */
+    /** `el`'s children become the cleaned `html`; an Error if the page has no sanitiser or
+     *  `html` is too large (then `el` is left as it was). */
     fill(el, html) {
       if (!window.DOMPurify || !window.DOMPurify.isSupported) throw new Error("sense netejador d'HTML (DOMPurify)");
+      const text = String(html);
+      if (text.length > MAX_CHARS) throw new Error(tooLarge(text.length));
       const [, settings, classes] = options();
-      el.replaceChildren(keepClasses(window.DOMPurify.sanitize(String(html), settings), classes));
+      el.replaceChildren(keepClasses(window.DOMPurify.sanitize(text, settings), classes));
     },
   };
 })();
