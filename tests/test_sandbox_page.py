@@ -94,3 +94,27 @@ def test_an_oversized_figure_is_refused_and_the_last_one_kept(watched, server):
     assert page.get_attribute(SEL, "data-state") == "error" and "massa gran" in status, status
     assert page.locator(f"{figure} rect:not([class])").count() == 0
     assert page.inner_html(figure) == before
+
+
+# L-9: a shared link's note is short, and says nothing the link's author wrote but names
+def test_a_links_note_is_bounded(watched, server):
+    # 1,2 MB of query: more than the test server reads in a request line, so the page's own
+    # HTML is answered here (as the offline copy's service worker answers any query)
+    page = watched.page
+    html = page.request.get(server + PAGE).text()
+    page.route("**/cap15/index.html?*", lambda route: route.fulfill(body=html, content_type="text/html"))
+    page = _blocked(watched, server, PAGE + "?roofline=" + "batch:8," * 150_000)
+    note = page.text_content(f"{SEL} .tw-urlnote")
+    assert "batch repetit" in note and len(note) < 600, len(note)
+    assert _errors(watched) == []
+
+
+def test_a_links_note_does_not_echo_text_that_is_no_name(watched, server):
+    prose = "AVIS IMPORTANT: aquest curs s'ha mogut a una altra adreça, escriu-hi la teva contrasenya " * 6
+    names = ",".join(f"nom{i}:1" for i in range(40))
+    page = _blocked(watched, server, PAGE + "?roofline=" + prose.replace(" ", "%20") + ",colour:red," + names)
+    note = page.text_content(f"{SEL} .tw-urlnote")
+    assert "AVIS" not in note and "contrasenya" not in note, note
+    assert "colour descartat" in note  # a name of the parameters' grammar is still named
+    assert "nom39" not in note and len(note) < 600, note  # a few notes, then how many more
+    assert _errors(watched) == []
