@@ -118,3 +118,20 @@ def test_a_links_note_does_not_echo_text_that_is_no_name(watched, server):
     assert "colour descartat" in note  # a name of the parameters' grammar is still named
     assert "nom39" not in note and len(note) < 600, note  # a few notes, then how many more
     assert _errors(watched) == []
+
+
+# L-10: one bad entry does not cost the good ones
+QUIZ = "tw-quiz:cap15-math"
+
+
+def test_a_bad_stored_answer_drops_only_itself(watched, server):
+    page = _blocked(watched, server, PAGE + "#comprova")
+    page.evaluate("k => localStorage.setItem(k, JSON.stringify({speculative: true, 'kv-bytes': true, fases: true, extra: 'yes'}))",
+                  QUIZ)
+    total = page.locator(".tw-quiz .tw-q").count()
+    for _ in range(2):  # the load that finds the bad entry, and the one after it
+        page.reload()
+        assert page.locator(".tw-quiz .tw-quiz-progress").text_content() == f"3 de {total} resoltes"
+    stored = json.loads(page.evaluate("k => localStorage.getItem(k)", QUIZ))
+    assert stored == {"speculative": True, "kv-bytes": True, "fases": True}  # written back clean
+    assert _errors(watched) == []
