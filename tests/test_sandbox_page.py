@@ -135,3 +135,20 @@ def test_a_bad_stored_answer_drops_only_itself(watched, server):
     stored = json.loads(page.evaluate("k => localStorage.getItem(k)", QUIZ))
     assert stored == {"speculative": True, "kv-bytes": True, "fases": True}  # written back clean
     assert _errors(watched) == []
+
+
+# L-13: a restart leaves no call of the stopped worker unanswered in the page's errors
+def test_a_restart_during_the_fixed_numbers_raises_no_page_error(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    ready(page)
+    assert page.locator(".tw-fixed").count() > 0  # numbers at fixed parameters: refreshFixed has work
+    start_edit(page, "while True:\n    pass\n")
+    page.click(f"{SEL} .tw-code-run")
+    page.wait_for_selector(f"{SEL} .tw-hung button", timeout=30_000)
+    page.click(f"{SEL} .tw-hung button")  # «Reinicia Python»: the fresh worker runs the edit again…
+    page.wait_for_selector(f"{SEL} .tw-code-stop:not([hidden])", timeout=BOOT_MS)  # …and hangs, the fixed numbers queued
+    page.click(f"{SEL} .tw-code-stop")  # «Atura»: that worker is stopped with its calls unanswered
+    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
+    page.wait_for_timeout(500)
+    assert watched.errors == []
