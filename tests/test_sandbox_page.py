@@ -152,3 +152,21 @@ def test_a_restart_during_the_fixed_numbers_raises_no_page_error(watched, server
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
     page.wait_for_timeout(500)
     assert watched.errors == []
+
+
+# L-14: Material's stored palette, damaged, is set aside before Material reads it
+@pytest.mark.parametrize("stored", ["{", "[1,2]", "5", '"x"', '{"index":"x"}', '{"color":{"scheme":[1]}}'])
+def test_a_damaged_stored_palette_is_ignored(watched, server, stored):
+    page = _blocked(watched, server, PAGE)
+    key = page.evaluate("() => __md_scope.pathname + '.__palette'")
+    page.evaluate("([k, v]) => localStorage.setItem(k, v)", [key, stored])
+    page.reload()
+    page.wait_for_load_state("load")
+    scheme = page.get_attribute("body", "data-md-color-scheme")
+    page.click("form[data-md-component=palette] label:visible")  # the toggle still works
+    page.wait_for_function("s => document.body.dataset.mdColorScheme !== s", arg=scheme)
+    saved = json.loads(page.evaluate("k => localStorage.getItem(k)", key))
+    assert saved["color"]["scheme"] == page.get_attribute("body", "data-md-color-scheme")
+    page.reload()  # and what it stored is read back
+    assert page.get_attribute("body", "data-md-color-scheme") == saved["color"]["scheme"]
+    assert _errors(watched) == []
