@@ -72,7 +72,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
         drawn = markup.problems(result.figure + result.tables)
         if drawn:  # the page's sanitiser would drop it: the build says so first
             raise ParamError(f"el widget '{name}' dibuixa {', '.join(drawn)}, fora de la llista de "
-                             "widgets_py/engine/markup.py (formes i text SVG, taules, classes CSS; cap enllaç ni script)")
+                             "widgets_py/engine/markup.py (formes i text SVG, taules, les classes de CLASSES; cap enllaç ni script)")
         instances[instance] = (name, params, registry.formatted(name, result.values))
         slots.append((widget(name, instance, params, result, shown), d.line))
         return f"\n{d.indent}{SLOT.format(len(slots) - 1)}\n"  # indented as written: lists, admonitions

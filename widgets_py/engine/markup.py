@@ -12,7 +12,10 @@ this list, so a figure that passes the build also passes the page:
 No element that loads, links, runs or styles anything (`script`, `style`, `a`, `image`,
 `use`, `foreignObject`, `iframe`, `meta`, `link`, `form`…), no event handler, and no
 attribute that takes a URL (`href`, `src`, `xlink:href`, `style`): a widget draws shapes and
-text that the site's CSS colours through their `class`.
+text that the site's CSS colours through their `class`. A class is one of `CLASSES`, the
+drawing classes tw.css colours: any other would let a figure borrow the theme's layout (a
+Material overlay is `position: fixed` over the whole article) or the page's own hooks
+(`tw-widget`, `tw-live`, which the scripts look up).
 """
 
 from __future__ import annotations
@@ -31,10 +34,18 @@ ATTRIBUTES = ("class", "role", "aria-label", "aria-hidden", "aria-describedby", 
               "cx", "cy", "r", "rx", "ry", "d", "points", "transform", "text-anchor", "dominant-baseline",
               "stroke-dasharray", "colspan", "rowspan", "scope", "headers")
 
+# the classes a figure or a table may carry: tw.css's drawing classes (svg.py's header says
+# what the kit's draw)
+CLASSES = ("tw-svg", "tw-frame", "tw-grid", "tw-grid-q", "tw-tick", "tw-label", "tw-note",  # axes, text
+           "tw-line", "tw-dot", "tw-bar", "tw-s1", "tw-s2", "tw-s3", "tw-cut",  # series
+           "tw-slot-empty", "tw-slot-used", "tw-slot-used2", "tw-roof", "tw-limit", "tw-band",  # slots, marks
+           "tw-tok", "tw-tok-text", "tw-struck", "tw-sample", "tw-prompt", "tw-pending")  # tokens, samples, rows
+
 
 def allow_list() -> dict[str, list[str]]:
-    """The list as the page's sanitiser takes it (DOMPurify's ALLOWED_TAGS and ALLOWED_ATTR)."""
-    return {"tags": list(TAGS), "attributes": list(ATTRIBUTES)}
+    """The list as the page's sanitiser takes it (DOMPurify's ALLOWED_TAGS and ALLOWED_ATTR,
+    and the classes markup.js keeps of a `class`)."""
+    return {"tags": list(TAGS), "attributes": list(ATTRIBUTES), "classes": list(CLASSES)}
 
 
 class _Check(HTMLParser):
@@ -46,6 +57,8 @@ class _Check(HTMLParser):
         if tag not in TAGS:
             self.found.append(f"<{tag}>")
         self.found += [f"<{tag} {name}>" for name, _ in attrs if name not in ATTRIBUTES]
+        self.found += [f'class="{c}"' for name, value in attrs if name == "class"
+                       for c in (value or "").split() if c not in CLASSES]
 
     handle_startendtag = handle_starttag
 
@@ -60,7 +73,7 @@ class _Check(HTMLParser):
 
 
 def problems(html: str) -> list[str]:
-    """What `html` holds beyond the allow-list (elements, attributes), each once, in order."""
+    """What `html` holds beyond the allow-list (elements, attributes, classes), each once, in order."""
     check = _Check()
     check.feed(html)
     check.close()

@@ -22,6 +22,8 @@ and dark mode alike:
 - marks: `tw-roof` (a ceiling line), `tw-limit` (a dashed limit), `tw-band` (a shaded
   range), `tw-grid`, `tw-frame`;
 - text: `tw-note`, `tw-tick`, `tw-label`.
+
+A figure may carry no other class (markup.CLASSES: the page drops it, the build refuses it).
 """
 
 from __future__ import annotations

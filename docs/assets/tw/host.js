@@ -151,7 +151,14 @@
     const here = page;
     document.querySelectorAll(".tw-fixed").forEach(async (/** @type {HTMLElement} */ span) => {
       const [widget, key] = span.dataset.fixed.split(".");
-      const data = await here.kernel.call(FIXED, { widget, params: JSON.parse(span.dataset.params) });
+      let data;
+      try {
+        data = await here.kernel.call(FIXED, { widget, params: JSON.parse(span.dataset.params) });
+      } catch {
+        // the worker was stopped (restart(): the fresh one refreshes them again) or failed
+        // (the widgets say so): the number shown stays
+        return;
+      }
       if (page === here) span.textContent = data.text[key];
     });
   }

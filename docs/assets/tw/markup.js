@@ -4,19 +4,24 @@
 // text. Each is parsed and cleaned by DOMPurify (assets/tw/purify.min.js, the pinned npm
 // release: build_hooks/sanitizer.py checks it) with the allow-list of
 // widgets_py/engine/markup.py, which the site config carries: SVG shapes and text, tables,
-// classes; no script, style, link, meta, foreignObject, event handler or URL. The build
-// holds prerendered figures to the same list, so a shipped figure loses nothing here.
-// Without DOMPurify nothing is inserted: the widget keeps the figure it has.
+// the drawing classes; no script, style, link, meta, foreignObject, event handler or URL,
+// and no class of the theme's or of the page's own. The build holds prerendered figures to
+// the same list, so a shipped figure loses nothing here. Without DOMPurify, or for a reply
+// too large to show, nothing is inserted: the widget keeps the figure it has.
 (() => {
   "use strict";
   const tw = (window.tw ||= /** @type {TW} */ ({}));
-  let allowed = null; // [config text, DOMPurify options] of the page's config
+  let allowed = null; // [config text, DOMPurify options, classes] of the page's config
+  // The largest figure or table the shipped widgets draw is about 65 000 characters
+  // (batching at 400 requests, both layouts alike); a reply eight times that is refused
+  // unread: parsing grows with its length (an edit's 2,9 MB of <rect> held the page 3,3 s)
+  const MAX_CHARS = 512 * 1024;
 
   function options() {
     const el = document.getElementById("tw-config");
     const text = el ? el.dataset.config : "{}";
     if (!allowed || allowed[0] !== text) {
-      const list = JSON.parse(text).markup || { tags: [], attributes: [] };
+      const list = JSON.parse(text).markup || { tags: [], attributes: [], classes: [] };
       allowed = [text, {
         ALLOWED_TAGS: list.tags,
         ALLOWED_ATTR: list.attributes,
@@ -31,16 +36,34 @@
         ADD_URI_SAFE_ATTR: list.attributes,
         ALLOWED_URI_REGEXP: /^$/,
         RETURN_DOM_FRAGMENT: true, // no second parse of the cleaned text
-      }];
+      }, new Set(list.classes)];
     }
-    return allowed[1];
+    return allowed;
   }
 
+  /** Each `class` keeps only the list's classes (a theme's class could place the element
+   *  anywhere: Material's overlays are position: fixed), and goes when none is left. */
+  function keepClasses(fragment, classes) {
+    fragment.querySelectorAll("[class]").forEach((el) => {
+      const kept = el.getAttribute("class").split(/\s+/).filter((c) => classes.has(c));
+      if (kept.length) el.setAttribute("class", kept.join(" "));
+      else el.removeAttribute("class");
+    });
+    return fragment;
+  }
+
+  const tooLarge = (/** @type {number} */ n) =>
+    `la sortida és massa gran per mostrar-la (${tw.formatNumber(n / 1024)} kB; com a màxim ${tw.formatNumber(MAX_CHARS / 1024)} kB)`;
+
   tw.markup = {
-    /** `el`'s children become the cleaned `html`; an Error if the page has no sanitiser. */
+    /** `el`'s children become the cleaned `html`; an Error if the page has no sanitiser or
+     *  `html` is too large (then `el` is left as it was). */
     fill(el, html) {
       if (!window.DOMPurify || !window.DOMPurify.isSupported) throw new Error("sense netejador d'HTML (DOMPurify)");
-      el.replaceChildren(window.DOMPurify.sanitize(String(html), options()));
+      const text = String(html);
+      if (text.length > MAX_CHARS) throw new Error(tooLarge(text.length));
+      const [, settings, classes] = options();
+      el.replaceChildren(keepClasses(window.DOMPurify.sanitize(text, settings), classes));
     },
   };
 })();

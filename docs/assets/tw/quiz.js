@@ -8,10 +8,13 @@
   "use strict";
   const tw = window.tw; // numbers.js: readAnswer, percent
 
-  // Stored state is a plain object of booleans ({"kv": true}); anything else (a number, a
-  // string, an array, a half-written JSON) is discarded on read, so a bad value never breaks
-  // the quiz and "Torna a començar" always works. Storage may be refused (privacy mode,
-  // file://) or full (quota): then the page still works and says that it does not save.
+  // Stored state is a plain object of booleans ({"kv": true}), read entry by entry: an entry
+  // that is not a boolean (a hand edit, another version's format) is dropped and the rest
+  // kept, and the cleaned object written back, so that the answers survive the next load
+  // too; anything else (a number, a string, an array, a half-written JSON) is discarded
+  // whole. A bad value never breaks the quiz and "Torna a començar" always works. Storage
+  // may be refused (privacy mode, file://) or full (quota): then the page still works and
+  // says that it does not save.
   const load = (key) => {
     let raw = null;
     try {
@@ -28,12 +31,12 @@
     const valid = value !== null && typeof value === "object" && !Array.isArray(value);
     const state = Object.create(null);
     if (valid) for (const [k, v] of Object.entries(value)) if (v === true || v === false) state[k] = v;
-    if (raw !== null && (!valid || Object.keys(state).length !== Object.keys(value).length)) {
-      try {
-        localStorage.removeItem(key); // bad state: start afresh
-      } catch {
-        /* storage refused */
-      }
+    if (raw === null || (valid && Object.keys(state).length === Object.keys(value).length)) return state;
+    try {
+      if (valid) localStorage.setItem(key, JSON.stringify(state)); // the good entries, without the bad
+      else localStorage.removeItem(key); // nothing to keep: start afresh
+    } catch {
+      /* storage refused or full: the good entries still count on this page */
     }
     return state;
   };

@@ -15,7 +15,17 @@
     snapped: (name, from, to) => `${name} ${from} → ${to} (el valor més proper que ofereix el control)`,
     dropped: (name) => `${name} descartat (no és vàlid aquí)`,
     repeated: (name) => `${name} repetit: es manté el primer valor`,
+    unnamed: (n) => `${n === 1 ? "1 entrada descartada" : `${grouped(n)} entrades descartades`} (no comencen amb un nom de paràmetre)`,
+    more: (n) => `i ${grouped(n)} ${n === 1 ? "avís" : "avisos"} més`,
   };
+  // A link is anyone's text: its note names parameters and their values, never more. A name
+  // is one of the parameters' grammar (Python identifiers, widgets_py/engine/params.py), a
+  // value is cut short, and past a few notes the rest are counted: a link of 1 MB, or of
+  // prose written to pass for the page's own, gives a short note.
+  const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
+  const MAX_NOTES = 6;
+  const MAX_VALUE = 24; // characters of a value shown in a note (a number that was clamped)
+  const short = (/** @type {string} */ text) => (text.length > MAX_VALUE ? `${text.slice(0, MAX_VALUE - 1)}…` : text);
 
   const controlsOf = (w) => [...w.querySelectorAll(".tw-controls [name]")];
 
@@ -106,8 +116,8 @@
       el.value = String(best);
       showSlider(el);
       const label = slider.label(el, best);
-      if (number < slider.value(el, 0) || number > slider.value(el, slider.count(el) - 1)) return TEXT.clamped(name, value, label);
-      if (slider.value(el, best) !== number) return TEXT.snapped(name, value, label);
+      if (number < slider.value(el, 0) || number > slider.value(el, slider.count(el) - 1)) return TEXT.clamped(name, short(value), label);
+      if (slider.value(el, best) !== number) return TEXT.snapped(name, short(value), label);
     }
     return null;
   }
@@ -118,11 +128,18 @@
     if (raw === null) return null;
     const notes = [];
     const seen = new Set();
+    const repeated = new Set(); // a name said once, however often it comes again
+    let unnamed = 0;
     for (const pair of raw.split(",").filter(Boolean)) {
       const cut = pair.indexOf(":");
       const name = cut > 0 ? pair.slice(0, cut) : pair;
+      if (!NAME.test(name)) {
+        unnamed += 1; // not a parameter's name: counted, not shown
+        continue;
+      }
       if (seen.has(name)) {
-        notes.push(TEXT.repeated(name));
+        if (!repeated.has(name)) notes.push(TEXT.repeated(name));
+        repeated.add(name);
         continue;
       }
       seen.add(name);
@@ -135,6 +152,8 @@
       const note = setControl(w, name, value);
       if (note) notes.push(note);
     }
+    if (notes.length > MAX_NOTES) notes.splice(MAX_NOTES, Infinity, TEXT.more(notes.length - MAX_NOTES));
+    if (unnamed) notes.push(TEXT.unnamed(unnamed));
     if (notes.length) {
       const note = document.createElement("p");
       note.className = "tw-urlnote";
