@@ -16,6 +16,7 @@
     bootFailed: (why) => `No s'ha pogut carregar Python (${why}). La figura és la calculada en construir la pàgina.`,
     timeout: "Python triga massa a carregar. La figura és la calculada en construir la pàgina.",
     runFailed: (why) => `Error de Python: ${why}. Es manté la figura anterior.`,
+    notShown: (why) => `No es mostra: ${why}. Es manté la figura anterior.`,
     file: "Pàgina oberta des del disc: la figura és la precalculada. Per fer-la interactiva, serveix la carpeta del lloc (vegeu el README).",
     unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers). La figura és la precalculada.",
     restarting: "Càlcul aturat: Python es torna a carregar…",
@@ -46,6 +47,7 @@
 
   /** A reply, or a long run's partial (its values may lack outputs still to come: pending). */
   function apply(w, data) {
+    tw.markup.check(data.figure, data.tables); // a reply too large to show changes nothing
     const tables = part(w, ".tw-tables");
     if (tables) tw.markup.fill(tables, data.tables);
     if (!data.partial) w.dataset.values = JSON.stringify(data.values); // raw numbers, for tests and the curious
@@ -73,7 +75,7 @@
     try {
       apply(w, data);
     } catch (error) {
-      return setState(w, "error", TEXT.runFailed(error.message), true);
+      return setState(w, "error", (error.shown ? TEXT.notShown : TEXT.runFailed)(error.message), true);
     }
     part(w, ".tw-status").textContent = TEXT.partial(data.message);
     const bar = part(w, ".tw-progress");
@@ -137,7 +139,7 @@
         apply(w, outcome.data);
         setState(w, "ready", TEXT.ready);
       } catch (error) {
-        setState(w, "error", TEXT.runFailed(error.message), true); // the figure shown stays
+        setState(w, "error", (error.shown ? TEXT.notShown : TEXT.runFailed)(error.message), true); // the figure shown stays
       }
     } else if (outcome.error.kind === "stopped") {
       setState(w, "loading", TEXT.restarting); // restart(): the fresh worker recomputes it

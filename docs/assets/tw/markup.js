@@ -55,13 +55,27 @@
   const tooLarge = (/** @type {number} */ n) =>
     `la sortida és massa gran per mostrar-la (${tw.formatNumber(n / 1024)} kB; com a màxim ${tw.formatNumber(MAX_CHARS / 1024)} kB)`;
 
+  /** An Error naming the size if `html` is too large to show (nothing is parsed). */
+  function tooLargeError(html) {
+    const n = String(html).length;
+    return n > MAX_CHARS ? Object.assign(new Error(tooLarge(n)), { shown: true }) : null;
+  }
+
   tw.markup = {
+    /** Throws, before any part of a reply is shown, if one of `parts` is too large. */
+    check(...parts) {
+      for (const part of parts) {
+        const error = tooLargeError(part);
+        if (error) throw error;
+      }
+    },
     /** `el`'s children become the cleaned `html`; an Error if the page has no sanitiser or
      *  `html` is too large (then `el` is left as it was). */
     fill(el, html) {
       if (!window.DOMPurify || !window.DOMPurify.isSupported) throw new Error("sense netejador d'HTML (DOMPurify)");
       const text = String(html);
-      if (text.length > MAX_CHARS) throw new Error(tooLarge(text.length));
+      const error = tooLargeError(text);
+      if (error) throw error;
       const [, settings, classes] = options();
       el.replaceChildren(keepClasses(window.DOMPurify.sanitize(text, settings), classes));
     },
