@@ -1,8 +1,10 @@
 """§3 Continuous batching: the same queue served by static and continuous batching.
 
-Costs come from `serving` for Llama 3 8B in bf16 on one H100 SXM: a decode iteration is
-the step of a full batch of `slots` sequences at a typical context, and each prefill
-token adds the slope of the prefill time. The simulator itself is `batching_sim.simulate`.
+Every iteration costs what `serving.step_time` gives for what it computes (Llama 3 8B in bf16
+on one H100 SXM): the roofline of its weight matmuls (the weights read once, its tokens'
+FLOPs) plus that of its attention (each sequence's cache read, the chunks' pairs). A decode
+iteration is memory-bound, a prefill chunk compute-bound, and a mixed one costs about its
+larger part, not their sum (SARATHI's piggybacking). The simulator is `batching_sim.simulate`.
 
 Memory is a pool of KV blocks (`kv_blocks`, 16 tokens each, vLLM's default): by default the
 H100's memory left beside the weights, which this queue never fills; a smaller pool bounds the
@@ -21,7 +23,7 @@ import numpy as np
 
 from ..engine import fmt
 from ..models import pretrained
-from ..models.batching_sim import Request, Run, simulate
+from ..models.batching_sim import Pass, Request, Run, decode_pass, simulate
 from ..models.frontier import cache_memory
 from ..models.kv_blocks import BLOCK_TOKENS
 from ..models.hardware import MODELS
@@ -29,7 +31,7 @@ from ..models.lengths import long_tail
 from ..models.quantiles import median
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
-from ..models.serving import Setup, decode_step, kv_bytes_per_token, ttft
+from ..models.serving import Setup, causal_pairs, decode_step, kv_bytes_per_token, step_time
 from ..engine.svg import Plot, current
 
 SETUP = Setup("llama-3-8b", "h100-80gb", "bf16", "bf16")  # the served model, GPU and formats
@@ -53,17 +55,21 @@ def kv_blocks(kv_memory: str) -> int:
 assert kv_blocks("1") * BLOCK_TOKENS >= LONG_PROMPT + OUT_MAX  # the smallest pool holds any one request
 
 
-def costs(slots: int) -> tuple[float, float]:
-    """(ms per decode iteration, ms per prefill token), from the serving roofline.
+def roofline_ms(p: Pass) -> float:
+    """One iteration's time on the served GPU: the serving roofline of what it computes."""
+    return 1e3 * step_time(SETUP, p.tokens, p.kv_tokens, p.pairs)
 
-    An iteration costs the step of a full batch at the typical context (prompt + median
-    answer): the weights dominate, so a half-empty batch costs about the same (§1). A prefill
-    token costs the slope of the TTFT between the two prompt sizes the queue holds (attention
-    makes the TTFT grow faster than linearly: the chord between the two is what they cost).
-    """
-    decode_ms = 1e3 * decode_step(SETUP, slots, PROMPT + OUT_MEDIAN)
-    per_token = 1e3 * (ttft(SETUP, LONG_PROMPT) - ttft(SETUP, PROMPT)) / (LONG_PROMPT - PROMPT)  # the chord
-    return decode_ms, per_token
+
+def decode_ms(slots: int) -> float:
+    """A full batch's decode iteration at the typical context (prompt + median answer)."""
+    return 1e3 * decode_step(SETUP, slots, PROMPT + OUT_MEDIAN)
+
+
+def chunk_pass(chunk: int, decodes: int) -> Pass:
+    """A prompt's first chunk of `chunk` tokens, with `decodes` sequences at the typical context riding along."""
+    context = PROMPT + OUT_MEDIAN
+    ride = decode_pass(decodes, decodes * context)
+    return Pass(chunk, decodes, ride.kv_tokens + chunk, ride.pairs + causal_pairs(chunk, 0))
 
 
 def workload(n: int, variability: float, gap_ms: float, seed: int, long_share: float = 0.0) -> list[Request]:
@@ -78,14 +84,12 @@ def workload(n: int, variability: float, gap_ms: float, seed: int, long_share: f
 
 def served(queue: list[Request], slots: int, continuous: bool, blocks: int | None = None) -> Run:
     """One run of the queue (simulate() copies it: one drawing serves every run of a change)."""
-    decode_ms, prefill_ms = costs(slots)
-    return simulate(queue, slots, continuous, decode_ms, prefill_ms, kv_blocks=blocks, block_tokens=BLOCK_TOKENS)
+    return simulate(queue, slots, continuous, roofline_ms, kv_blocks=blocks, block_tokens=BLOCK_TOKENS)
 
 
 def sustained(queue: list[Request], slots: int, chunk: int | None, blocks: int | None = None) -> Run:
     """The chunked-prefill scenario: continuous batching under load, long prompts mixed in."""
-    decode_ms, prefill_ms = costs(slots)
-    return simulate(queue, slots, True, decode_ms, prefill_ms, chunk, kv_blocks=blocks, block_tokens=BLOCK_TOKENS)
+    return simulate(queue, slots, True, roofline_ms, chunk, kv_blocks=blocks, block_tokens=BLOCK_TOKENS)
 
 
 def long_ttft_s(run: Run) -> float:
@@ -105,7 +109,6 @@ class State:
 
 def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, chunked: bool,
              chunk_tokens: int, long_pct: int, kv_memory: str, seed: int) -> State:
-    decode_ms, prefill_ms = costs(slots)
     blocks = kv_blocks(kv_memory)
     queue = workload(requests, variability / 100, float(arrival_gap_ms), seed)  # drawn once, run 14 times
     runs = {False: served(queue, slots, False, blocks), True: served(queue, slots, True, blocks)}
@@ -119,7 +122,8 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
     values = values | {
         "gain": cont["throughput"] / static["throughput"],
         "out_min": min(outputs), "out_max": max(outputs), "out_mean": float(np.mean(outputs)),
-        "decode_ms": decode_ms, "prefill_ms_per_token": prefill_ms,
+        "decode_ms": decode_ms(slots), "chunk_ms": roofline_ms(chunk_pass(chunk_tokens, 0)),
+        "mixed_ms": roofline_ms(chunk_pass(chunk_tokens, slots - 1)),
         "gap_max_ms": current["gap_max_ms"], "gap_p99_ms": current["gap_p99_ms"],
         "gap_max_whole_ms": whole["gap_max_ms"], "gap_max_chunked_ms": chunk["gap_max_ms"],
         "gap_p99_whole_ms": whole["gap_p99_ms"], "gap_p99_chunked_ms": chunk["gap_p99_ms"],
@@ -199,9 +203,6 @@ def _figure(p: dict, state: State) -> tuple[str, str]:
     plot = Plot(height=240).scales((1, 64), (0, top), xlog=True)
     plot.axes(SLOT_SWEEP, [t for t in range(0, int(top) + 1)], "ranures del lot (escala log)", "guany (×)",
               fmt=lambda t: fmt.number(t))
-    plot.parts.append(f'<rect class="tw-band" x="{plot.x(1)}" y="{plot.y(4)}" width="{plot.x(64) - plot.x(1)}" '
-                      f'height="{plot.y(2) - plot.y(4)}"/>')
-    plot.text(plot.x(1.1), plot.y(4) + 14, "la franja 2-4× del text", "start", "tw-note")
     if len(gains) > 1:
         plot.line(SLOT_SWEEP[:len(gains)], gains, "tw-s1")
     for s, g in zip(SLOT_SWEEP, gains):
@@ -283,6 +284,8 @@ OUTPUTS = (
     Output("out_min", "resposta més curta", "tokens", panel=False),
     Output("out_max", "resposta més llarga", "tokens", panel=False),
     Output("decode_ms", "una iteració de decode", "ms", 1, panel=False),
+    Output("chunk_ms", "un tros de prefill sol", "ms", 1, panel=False),
+    Output("mixed_ms", "un tros de prefill amb els decodes del lot", "ms", 1, panel=False),
     Output("gap_max_whole_ms", "pitjor interval, prompt sencer", "ms", 1, panel=False),
     Output("gap_max_chunked_ms", "pitjor interval, trossejat", "ms", 1, panel=False),
     Output("throughput_whole", "throughput, prompt sencer", "tok/s", 0, panel=False),

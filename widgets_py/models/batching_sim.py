@@ -1,11 +1,17 @@
 """An iteration-level serving simulator: static vs continuous batching, chunked prefill, KV blocks.
 
-The engine steps through forward passes (iterations) of a batch of at most `slots`. Its one
-hypothesis is the memory-bound decode step: a decode iteration costs about the same whatever the
-number of occupied slots (the weights are read once for all); prefill adds time in
-proportion to the prompt tokens processed in that iteration. Runs of plain decode iterations are
-skipped in one step up to the next event (a finish, an arrival, a block the pool cannot give),
-as event-driven simulators do, so the cost grows with the number of requests, not of tokens.
+The engine steps through forward passes (iterations) of a batch of at most `slots`. What an
+iteration costs is the caller's `cost`, a function of the iteration's `Pass`: the prompt
+tokens it prefills, the sequences that each decode a token, the cache it reads and writes,
+the (query, key) pairs attention computes. The serving widgets pass the roofline of
+`serving.step_time` (one home for the physics): the weights are read once per iteration
+whatever it holds, so a decode that rides along with a prefill chunk costs little more than
+the chunk (SARATHI's piggybacking, Agrawal et al. 2023, arXiv 2308.16369). Runs of plain
+decode iterations are skipped in one step up to the next event (a finish, an arrival, a block
+the pool cannot give), as event-driven simulators do, so the cost grows with the number of
+requests, not of tokens; such a run costs k times its middle iteration, exact while a decode
+step's cost grows linearly with the cache it reads (memory-bound decode, as it is for every
+model here: its attention reads a byte of cache for a few FLOPs).
 
 Memory, when the run has a block budget (`kv_blocks`, a `kv_blocks.BlockPool`), follows vLLM
 V1's scheduler (`vllm/v1/core/sched/scheduler.py`): the running requests get their new tokens'
@@ -26,8 +32,28 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from typing import Callable
+
 from .kv_blocks import BlockPool, blocks_for
 from .quantiles import percentile, weighted_percentile
+from .serving import causal_pairs
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What one iteration computes, for its cost (`serving.step_time` reads the same three
+    quantities: tokens, cache tokens moved, attended pairs)."""
+    prefill: int  # prompt tokens it prefills (its chunks)
+    decodes: int  # sequences that each decode one token
+    kv_tokens: float  # cache tokens it reads (the decodes' contexts, the chunks' prefixes) or writes (the chunks)
+    pairs: float  # (query, key) pairs of its attention
+
+    @property
+    def tokens(self) -> int:
+        return self.prefill + self.decodes
+
+
+Cost = Callable[[Pass], float]  # ms of one iteration
 
 
 @dataclass
@@ -122,10 +148,14 @@ class Live:
         return self.written_at_start + iteration - self.decode_from if self.decode_from >= 0 else self.written_at_start
 
 
-def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: float,
-             prefill_ms_per_token: float, chunk: int | None = None, kv_blocks: int | None = None,
-             block_tokens: int = 16) -> Run:
-    """Serve `requests` (copied) and return what happened.
+def decode_pass(decodes: int, cached: float) -> Pass:
+    """`decodes` sequences holding `cached` tokens of cache in all each decode one token."""
+    return Pass(0, decodes, cached, cached + decodes)
+
+
+def simulate(requests: list[Request], slots: int, continuous: bool, cost: Cost, chunk: int | None = None,
+             kv_blocks: int | None = None, block_tokens: int = 16) -> Run:
+    """Serve `requests` (copied) and return what happened; `cost(Pass)` is an iteration's ms.
 
     static: a new batch is admitted only when every slot is empty;
     continuous: a request enters as soon as a slot is free (and, with `kv_blocks`, its prompt's blocks).
@@ -151,6 +181,7 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
     decoding: list[tuple[int, int, Live]] = []  # heap of (iteration of its last token, id, request)
     free = list(range(slots))
     now = 0.0
+    cached_sum = 0  # tokens in the caches of the running requests
 
     def top() -> tuple[int, int, Live] | None:  # the next finish, stale entries dropped
         while decoding and not decoding[0][2].alive:
@@ -158,6 +189,8 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
         return decoding[0] if decoding else None
 
     def preempt(live: Live) -> None:  # recompute: drop its cache, back to the front of the queue
+        nonlocal cached_sum
+        cached_sum -= live.cached(run.iterations)
         r, live.alive = live.r, False
         running.remove(live)
         if live.decode_from < 0:
@@ -232,28 +265,36 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
         if not prefilling:  # plain decode: skip ahead to the next finish, admissible arrival or missing block
             k = top()[0] - run.iterations
             if continuous and free and queue and queue[0].arrival_ms > now:
-                k = min(k, max(1, math.ceil((queue[0].arrival_ms - now) / decode_ms)))
+                k = min(k, max(1, math.ceil((queue[0].arrival_ms - now) / cost(decode_pass(busy, cached_sum)))))
             if pool.bounded:
                 k = decode_fit(k)
-            run.gaps.append((decode_ms, k * busy))
-            now += k * decode_ms
+            step_ms = cost(decode_pass(busy, cached_sum + busy * (k - 1) / 2))  # the run's middle iteration
+            run.gaps.append((step_ms, k * busy))
+            now += k * step_ms
             run.iterations += k
             run.busy_slot_iterations += k * busy
+            cached_sum += k * busy
         else:  # one iteration with prefill work in it
             was_decoding = busy - len(prefilling)  # before this iteration's prefill work
             budget = chunk or sum(a.left for a in prefilling)
-            spent, done = 0, 0
+            decoding_cached = cached_sum - sum(a.prefill - a.left for a in prefilling)  # what the decodes read
+            spent, done, kv, pairs = 0, 0, float(decoding_cached), float(decoding_cached + was_decoding)
             for a in prefilling:  # first come, first served: the prompts it completes come first
                 take = min(a.left, budget - spent)
+                if take:  # its chunk reads the prefix it has cached and writes its own
+                    prefix = a.prefill - a.left
+                    kv += prefix + take
+                    pairs += causal_pairs(take, prefix)
                 a.left -= take
                 spent += take
                 done += a.left == 0
-            duration = decode_ms + spent * prefill_ms_per_token
+            duration = cost(Pass(spent, was_decoding, kv, pairs))
             if was_decoding:
                 run.gaps.append((duration, was_decoding))
             now += duration
             run.iterations += 1
             run.busy_slot_iterations += busy
+            cached_sum += spent + was_decoding
             for _ in range(done):  # a token comes out of the prefill pass
                 live = prefilling.popleft()
                 r = live.r
@@ -266,6 +307,7 @@ def simulate(requests: list[Request], slots: int, continuous: bool, decode_ms: f
         finished = False
         while top() is not None and decoding[0][0] == run.iterations:
             live = heapq.heappop(decoding)[2]
+            cached_sum -= live.cached(run.iterations)
             r, live.alive = live.r, False
             r.finish_ms, r.finish_iter = now, run.iterations
             running.remove(live)
