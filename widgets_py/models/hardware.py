@@ -8,6 +8,7 @@ of a serving step (bytes, step times) lives in `serving.py`, not here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -70,8 +71,10 @@ def _norms(m: ModelCard) -> int:
     return 2 * m.d_model * (2 if m.biases else 1)  # two norms per block (LayerNorm has a bias)
 
 
+@functools.lru_cache(maxsize=64)
 def counts(m: ModelCard) -> Counts:
-    """Parameters from the shapes alone, split into what a step reads whole, by row, by expert."""
+    """Parameters from the shapes alone, split into what a step reads whole, by row, by expert.
+    Kept per card (frozen): a simulated run asks for them at every iteration."""
     tables = m.vocab * m.d_model + m.n_pos * m.d_model  # token (+ learned position) embeddings
     head = 0 if m.tied else m.vocab * m.d_model  # a tied head is the token table itself
     final_norm = m.d_model * (2 if m.biases else 1)
