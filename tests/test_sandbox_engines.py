@@ -255,3 +255,44 @@ def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, 
       return false;
     }""")
     assert any_engine.js("() => document.querySelectorAll('.tw-hung').length") == 0
+
+
+# L-6: the single file opened from disk, whose own policy must allow the worker's blob: scripts
+# (export.py): an edit can make no blob: URL, reach no loader, and read no other local file.
+FROM_DISK = """
+import js, json
+out = {}
+def attempt(name, fn):
+    try:
+        out[name] = "refused" if fn() is None else "reached"
+    except BaseException:
+        out[name] = "refused"
+attempt("blob: URL", lambda: js.URL.createObjectURL(js.Blob.new(["self.twRan = 1"])))
+attempt("loadPyodide", lambda: js.loadPyodide)
+attempt("twExport", lambda: js.twExport)
+attempt("importScripts file:", lambda: js.importScripts("LOCAL"))
+def xhr():
+    x = js.XMLHttpRequest.new()
+    x.open("GET", "LOCAL", False)
+    x.send()
+    return x.responseText or None
+attempt("XMLHttpRequest file:", xhr)
+raise RuntimeError("PROBE" + json.dumps(out))
+"""
+
+
+def test_from_disk_an_edit_makes_no_script_and_reads_no_local_file(any_engine, site, tmp_path):
+    from build_hooks import export
+
+    single = tmp_path / "cap15.html"
+    single.write_bytes((site / "cap15" / ("index" + export.SUFFIX)).read_bytes())
+    secret = tmp_path / "altre" / "secret.js"
+    secret.parent.mkdir()
+    secret.write_text("self.twRan = 'local';")
+    any_engine.goto(single.as_uri())
+    wait_ready(any_engine)
+    said = any_engine.js(EDITED, FROM_DISK.replace("LOCAL", secret.as_uri()), "cost")
+    found = json.loads(said.split("PROBE", 1)[1])
+    assert found == dict.fromkeys(("blob: URL", "loadPyodide", "twExport", "importScripts file:", "XMLHttpRequest file:"),
+                                  "refused"), found
+    assert any_engine.js(EDITED, RAN, "cost") == "RANNone"
