@@ -181,3 +181,20 @@ def test_a_request_longer_than_the_context_is_said():
     v = run("cost", {"context": 4096}).values
     assert "passa del context de 4.096" in v["request_note"]
     assert "passa" in run("cost", {"model": "gpt2-xl", "context": 8192}).values["request_note"]  # 1.024 positions
+
+
+def test_the_prose_quotes_the_request_s_defaults():
+    """Both tracks name the request the widget starts from: these are the controls' defaults."""
+    import re
+    from pathlib import Path
+
+    from widgets_py.cap15.cost import PARAMS
+    from widgets_py.engine import fmt
+
+    default = {p.name: p.default for p in PARAMS}
+    docs = Path(__file__).parent.parent / "docs" / "cap15"
+    prompt, answer = fmt.number(default["prompt"]), fmt.number(default["answer"])
+    maths = re.sub(r"\s+", " ", (docs / "index.md").read_text())
+    plain = re.sub(r"\s+", " ", (docs / "sense-formules.md").read_text())
+    assert f"(un prompt de {prompt} tokens i una resposta de {answer})" in maths
+    assert f"«Prompt d'una petició» i «Resposta d'una petició», {prompt} tokens i {answer}," in plain
