@@ -1,9 +1,16 @@
-"""§7 What it costs: memory needed, throughput, and dollars per million output tokens.
+"""§7 What it costs: memory needed, throughput, and dollars per million input and output tokens.
 
 Two formulas: memory ≈ weights + KV cache + activations + overhead, and the §1 roofline
 step of `serving` on a tensor-parallel group: the GPUs' FLOPs and bandwidths added up, plus
 two all-reduces per block over the GPUs' link (NVLink, PCIe, or the network past one node). A mixture-of-experts model stores all
 its experts; a decode step reads those its batch uses.
+
+The dollars (`request_cost`) charge each phase of a request the group-seconds it uses: the
+prefill of its prompt (`serving.ttft`) and its share of the decode steps (`serving.decode_step`).
+`context` stays what the server is sized for: every one of the `concurrency` sequences holds
+that many tokens of cache, in memory and in the decode step. The request the reader sets
+(`prompt` + `answer`) is one of those conversations, so it should fit in `context`; when it
+does not, a note says so.
 """
 
 from __future__ import annotations
@@ -32,8 +39,52 @@ def activation_bytes(m: ModelCard, context: int) -> float:
     return scores + logits + mlp + 4 * m.d_model * 2  # + residual, q, k, v in bf16
 
 
+def request_cost(s: Setup, context: int, concurrency: int, prompt: int, answer: int, dollars_per_hour: float) -> dict:
+    """Group-seconds and dollars of one request: `prompt` tokens in, `answer` tokens out.
+
+    The accounting. What is paid is the group's time, n GPUs × the price per GPU and hour,
+    and each phase of the request is charged the seconds of the group it takes:
+    - Prefill: one pass of the whole prompt, with the group to itself (`serving.ttft`). Past a
+      few hundred tokens that pass is compute-bound: two prompts in one pass take twice the
+      FLOPs and twice the time, so batching prompts does not cheapen an input token the way
+      the batch cheapens an output token. The request pays the whole pass. (A prompt short
+      enough to be memory-bound would share its weight reads with others: this errs dearer.)
+    - Decode: `answer` steps of the widget's batch, `concurrency` sequences each holding
+      `context` tokens of cache (`serving.decode_step`); a step serves them all, so the
+      request pays 1/concurrency of each. A request shorter than `context` holds less cache
+      than that: this errs dearer, by under 3 % for 7.000 + 1.000 tokens in 8.192.
+    - Price per million input tokens: the prefill's dollars over its tokens (it depends on the
+      prompt's length: attention's pairs grow as its square); per million output tokens: the
+      decode's over its tokens (the throughput's price, independent of the request).
+    The phases take turns on the group, as in `batching_sim`: a chunk of prefill riding along
+    a decode step (SARATHI) would hide part of its cost in the step's weight reads.
+    """
+    per_second = dollars_per_hour / 3600
+    prefill = ttft(s, prompt)  # s of the group, the request's alone
+    step = decode_step(s, concurrency, context)  # s of the group per step, shared by `concurrency`
+    decode = answer * step / concurrency
+    return {
+        "prefill_s": prefill, "decode_s": decode, "prefill_share": prefill / (prefill + decode),
+        "prefill_dollars": prefill * per_second, "decode_dollars": decode * per_second,
+        "dollars_per_m_input": prefill * per_second / prompt * 1e6,
+        "dollars_per_m": step / concurrency * per_second * 1e6,  # per million output tokens
+        "request_dollars": (prefill + decode) * per_second,
+        "thousand_requests_dollars": 1e3 * (prefill + decode) * per_second,  # the panel's readable size
+        "dollars_per_m_all_in": (prefill + decode) * per_second / answer * 1e6,
+    }
+
+
+def request_note(prompt: int, answer: int, context: int) -> str:
+    """Whether the request fits in the context every sequence is sized for (Catalan)."""
+    total = f"{fmt.number(prompt)} + {fmt.number(answer)} tokens"
+    if prompt + answer <= context:
+        return f"{total}: hi cap en el context de {fmt.number(context)}"
+    return (f"{total}: passa del context de {fmt.number(context)}; es cobra igualment, però el seu cache "
+            f"no s'ha reservat")
+
+
 def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, weight_format: str,
-            kv_format: str, overhead_pct: float, price: float) -> dict:
+            kv_format: str, overhead_pct: float, price: float, prompt: int, answer: int) -> dict:
     m, s = MODELS[model], Setup(model, gpu, weight_format, kv_format, n_gpus)
     context, note = clamp_context(m, context)
     c, bpp = counts(m), FORMATS[weight_format].nbytes
@@ -50,6 +101,7 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
     comm_one, comm_batch = decode_parts(s, 1, context).collectives, decode_parts(s, concurrency, context).collectives
     throughput = concurrency / t_batch
     tokens_per_hour = throughput * 3600
+    request = request_cost(s, context, concurrency, prompt, answer, price * n_gpus)
     return {
         "params_total": c.total, "params_active": c.active,
         "memory_needed_gb": needed / 1e9, "memory_gb": s.memory / 1e9, "bandwidth_gbs": s.bandwidth / 1e9,
@@ -65,18 +117,19 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
         "tpot_one_no_comm_ms": 1e3 * (t_one - comm_one), "comm_share_one": comm_one / t_one,
         "comm_share_batch": comm_batch / t_batch, "link": s.link.label if n_gpus > 1 and s.link else "cap",
         "dollars_per_hour": price * n_gpus, "tokens_per_hour_m": tokens_per_hour / 1e6,
-        "dollars_per_m": price * n_gpus / tokens_per_hour * 1e6,
         "kv_to_weights": concurrency * kv_seq / weights,
         "crossover_one": weights / kv_token, "crossover_batch": weights / (kv_token * concurrency),
         "gpu_intensity": s.g.flops_bf16 / s.g.bandwidth,
         "context_used": context, "context_note": note,
+        **request, "request_note": request_note(prompt, answer, context),
     }
 
 
 def _presets(p: dict) -> list[tuple[str, dict]]:
     """Each preset at 8 k tokens, or at its own context limit when it has fewer positions."""
     return [(key, serving(key, p["gpu"], PRESET_GPUS, min(PRESET_CONTEXT, MODELS[key].max_context),
-                          p["concurrency"], p["weight_format"], p["kv_format"], p["overhead_pct"], p["price"]))
+                          p["concurrency"], p["weight_format"], p["kv_format"], p["overhead_pct"], p["price"],
+                          p["prompt"], p["answer"]))
             for key in PRESETS]
 
 
@@ -134,8 +187,8 @@ def _presets_svg(p: dict) -> str:
 
 def _alt(v: dict) -> str:
     return (f"Calen {fmt.number(v['memory_needed_gb'])} GB de {fmt.number(v['memory_gb'])}; "
-            f"{fmt.number(v['throughput'])} tok/s; {fmt.with_unit(v['dollars_per_m'], 2, 'dòlars')} per milió de tokens. "
-            f"Context: {v['context_note']}.")
+            f"{fmt.number(v['throughput'])} tok/s; {fmt.with_unit(v['dollars_per_m'], 2, 'dòlars')} per milió de tokens "
+            f"de sortida. Context: {v['context_note']}.")
 
 
 def _tables(p: dict, v: dict) -> str:
@@ -154,14 +207,28 @@ def _tables(p: dict, v: dict) -> str:
                     f"<td>{fmt.number(r['tps_one'], 1)}</td><td>{fmt.number(r['throughput'])}</td>"
                     f"<td>{fmt.with_unit(r['ttft_s'], 2, 's')}</td>"
                     f"<td>{fmt.number(r['dollars_per_m'], 2) if r['fits'] else '—'}</td></tr>")
+    whole = "el grup sencer" if p["n_gpus"] > 1 else "la GPU sencera"
+    phases = (("Prefill", p["prompt"], "prefill", v["dollars_per_m_input"], f"{whole}, una passada"),
+              ("Decode", p["answer"], "decode", v["dollars_per_m"], f"1/{p['concurrency']} de cada pas"))
+    request = "".join(f"<tr><td>{name}</td><td>{fmt.number(n)}</td><td>{fmt.with_unit(v[k + '_s'], 3, 's')}</td>"
+                      f"<td>{fmt.number(1e3 * v[k + '_dollars'], 2)}</td><td>{fmt.number(per_m, 2)}</td>"
+                      f"<td>{why}</td></tr>" for name, n, k, per_m, why in phases)
+    request += (f"<tr><td>Petició</td><td>{fmt.number(p['prompt'] + p['answer'])}</td>"
+                f"<td>{fmt.with_unit(v['prefill_s'] + v['decode_s'], 3, 's')}</td>"
+                f"<td>{fmt.number(v['thousand_requests_dollars'], 2)}</td><td>—</td>"
+                f"<td>el prefill en fa el {fmt.percent(v['prefill_share'])}</td></tr>")
+    group = f"de les {p['n_gpus']} GPU" if p["n_gpus"] > 1 else "de la GPU"
     g = GPUS[p["gpu"]]
     return (f"<p class=\"tw-note\">Context: {v['context_note']}.</p>"
             "<table><thead><tr><th>Component</th><th>bytes</th><th>del total</th><th>d'on surt</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>"
+            f"<table><caption>Una petició: {v['request_note']}</caption><thead><tr><th>Fase</th><th>tokens</th>"
+            f"<th>temps {group}</th><th>dòlars per mil</th><th>dòlars/M</th><th>com es compta</th></tr></thead>"
+            f"<tbody>{request}</tbody></table>"
             f"<table><caption>Els quatre models a {fmt.tokens(PRESET_CONTEXT)} tokens o al seu límit, "
             f"{PRESET_GPUS} × {g.label}, {p['concurrency']} seqüències</caption><thead><tr><th>Model</th>"
             "<th>context</th><th>pesos</th><th>cache/seq</th><th>seq. que hi caben</th><th>tok/s (1 seq)</th>"
-            f"<th>tok/s ({p['concurrency']} seq)</th><th>TTFT</th><th>dòlars/M</th></tr></thead>"
+            f"<th>tok/s ({p['concurrency']} seq)</th><th>TTFT</th><th>dòlars/M de sortida</th></tr></thead>"
             f"<tbody>{presets}</tbody></table>")
 
 
@@ -178,6 +245,12 @@ PARAMS = (
     Param("overhead_pct", "int", 15, "Sobrecost de memòria", min=0, max=50, step=1, unit="%",
           help="Fragmentació, memòria intermèdia de l'entorn d'execució, grafs de CUDA: el text en diu un 10-20 %."),
     Param("price", "float", 3.0, "Preu per GPU i hora", min=0.25, max=12.0, step=0.25, unit="dòlars"),
+    Param("prompt", "int", 7000, "Prompt d'una petició", min=100, max=100_000, unit="tokens",
+          ticks=(100, 200, 300, 500, 700, 1000, 2000, 3000, 5000, 7000, 10_000, 20_000, 30_000, 50_000, 70_000, 100_000),
+          help="Els tokens d'entrada: el prefill els processa d'una passada, amb les GPU per a ell sol."),
+    Param("answer", "int", 1000, "Resposta d'una petició", min=10, max=30_000, unit="tokens",
+          ticks=(10, 20, 30, 50, 70, 100, 200, 300, 500, 700, 1000, 2000, 3000, 5000, 7000, 10_000, 20_000, 30_000),
+          help="Els tokens de sortida: un per pas de decode, i cada pas se'l reparteixen totes les seqüències."),
 )
 
 OUTPUTS = (
@@ -185,10 +258,20 @@ OUTPUTS = (
     Output("fits", "hi cap?", style="bool"),
     Output("sequences_fit", "seqüències que hi caben"),
     Output("throughput", "throughput", "tok/s", 0),
-    Output("ttft_s", "TTFT", "s", 2),
+    Output("ttft_s", "TTFT amb el context ple", "s", 2),
     Output("tpot_one_ms", "TPOT, una seqüència sola", "ms", 1),
     Output("tpot_ms", "TPOT amb aquesta concurrència", "ms", 1),
-    Output("dollars_per_m", "per milió de tokens", "dòlars", 2),
+    Output("dollars_per_m", "per milió de tokens de sortida", "dòlars", 2),
+    Output("dollars_per_m_input", "per milió de tokens d'entrada", "dòlars", 2),
+    Output("thousand_requests_dollars", "mil peticions com aquesta", "dòlars", 2),
+    Output("request_dollars", "una petició", "dòlars", 4, panel=False),
+    Output("prefill_share", "part del prefill en el temps de la petició", style="pct"),
+    Output("request_note", "petició", style="text", panel=False),
+    Output("prefill_s", "prefill de la petició, temps de les GPU", "s", 3, panel=False),
+    Output("decode_s", "decode de la petició, la seva part del temps de les GPU", "s", 3, panel=False),
+    Output("prefill_dollars", "prefill de la petició", "dòlars", 4, panel=False),
+    Output("decode_dollars", "decode de la petició", "dòlars", 4, panel=False),
+    Output("dollars_per_m_all_in", "per milió de tokens de sortida, amb el prefill a dins", "dòlars", 2, panel=False),
     Output("memory_gb", "memòria disponible", "GB", 0, panel=False),
     Output("bandwidth_gbs", "ample de banda total", "GB/s", 0, panel=False),
     Output("weights_gb", "pesos", "GB", 1, panel=False),
