@@ -240,6 +240,8 @@ def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, 
     wait_ready(any_engine)
     cost = '.tw-widget[data-widget="cost"]'
     assert any_engine.js(f"() => [document.querySelector('{cost}').dataset.draft, document.querySelector('{cost}').dataset.edited]") == ["true", None]
+    status = any_engine.js(f"() => document.querySelector('{cost} .tw-code-status').textContent")
+    assert "no responia" in status and "visita anterior" not in status, status
     # the fresh worker answers: a change of another widget is computed, and nothing hangs again
     assert any_engine.js("""async () => {
       const w = document.querySelector('.tw-widget[data-widget="roofline"]');

@@ -153,6 +153,7 @@
       const saved = stored(w);
       this.draft = saved ? saved.code : null; // the editor's text, kept across reloads; never run by itself
       this.restored = saved !== null; // a draft from an earlier visit, not run yet
+      this.notice = null; // a status that outlives a reload of the view (shelve)
 
       const head = w.querySelector(".tw-head");
       this.mark = document.createElement("span");
@@ -247,6 +248,7 @@
       if (this.code === null) return;
       this.code = null;
       this.restored = true;
+      this.notice = TEXT.shelved; // what the panel says, also once renew() has reloaded it
       store(this.w, { code: this.draft });
       this.refresh();
       this.say(TEXT.shelved);
@@ -268,7 +270,8 @@
       this.section.dataset.editor = this.editor.kind;
       this.file.textContent = this.shipped.module.replace(/\./g, "/") + ".py" + (lib ? "" : ` ${TEXT.plain}`);
       this.section.dataset.mode = "read";
-      this.say(this.code !== null ? TEXT.ok : this.restored && this.draft !== null ? TEXT.draft : TEXT.shipped(this.shipped.file));
+      this.say(this.code !== null ? TEXT.ok : this.notice ? this.notice
+        : this.restored && this.draft !== null ? TEXT.draft : TEXT.shipped(this.shipped.file));
       if (this.draft !== null) this.startEditing();
       this.refresh();
     }
@@ -288,6 +291,7 @@
       if (code === this.shipped.source) return this.restore();
       this.code = this.draft = code;
       this.restored = false;
+      this.notice = null;
       this.saved = store(this.w, { code });
       this.refresh();
       this.host.recompute();
@@ -332,6 +336,7 @@
     restore() {
       this.code = this.draft = null;
       this.restored = false;
+      this.notice = null;
       store(this.w, null);
       if (this.editor && this.shipped) {
         this.editor.setValue(this.shipped.source);
