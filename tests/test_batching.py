@@ -237,3 +237,14 @@ def test_the_widget_default_memory_never_binds_and_a_small_pool_does():
     assert small["memory_bound"] and small["continuous_max_running"] < 64
     assert small["continuous_preemptions"] > 0 and small["continuous_recomputed_tokens"] > 0
     assert small["kv_tokens"] == small["kv_blocks"] * 16
+
+
+def test_a_small_pool_costs_waiting_more_than_throughput():
+    # what §3 says of 64 slots and 1 GB of cache: preemptions, a barely moved throughput, and
+    # the waits (TTFT, latency) longer: the requests that do not fit queue, the preempted ones
+    # queue again and prefill anew
+    free, tight = run("batching", {"slots": 64}).values, run("batching", {"slots": 64, "kv_memory": "1"}).values
+    assert tight["continuous_preemptions"] > 0 and tight["continuous_max_running"] < 64
+    assert tight["continuous_throughput"] == pytest.approx(free["continuous_throughput"], rel=0.05)
+    assert tight["continuous_ttft_p95_s"] > 1.5 * free["continuous_ttft_p95_s"]
+    assert tight["continuous_latency_p95_s"] > free["continuous_latency_p95_s"]

@@ -10,7 +10,7 @@ Memory is a pool of KV blocks (`kv_blocks`, 16 tokens each, vLLM's default): by 
 H100's memory left beside the weights, which this queue never fills; a smaller pool bounds the
 batch before the slots do, and the scheduler preempts (by recompute) when it runs out.
 
-Chunked prefill is measured as SARATHI-Serve measures it: under sustained load (Poisson
+Chunked prefill is measured as Sarathi-Serve measures it: under sustained load (Poisson
 arrivals), with a share of long prompts, the p99 of the time between two tokens of the
 running answers; and its price, the long prompts' own time to first token.
 """

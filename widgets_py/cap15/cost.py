@@ -24,7 +24,7 @@ from ..models.hardware import GPUS, MODELS, ModelCard, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
 from ..models.serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_parts, decode_step,
-                              format_choices, kv_bytes_per_token, params_read, ttft)
+                              format_choices, kv_bytes_per_token, params_read, prefill_parts, ttft)
 from ..engine.svg import Plot, log_ticks
 
 PRESET_CONTEXT, PRESET_GPUS = 8192, 8  # the side-by-side table: 8 k tokens (or the model's limit) on 8 GPUs
@@ -60,11 +60,13 @@ def request_cost(s: Setup, context: int, concurrency: int, prompt: int, answer: 
     a decode step (SARATHI) would hide part of its cost in the step's weight reads.
     """
     per_second = dollars_per_hour / 3600
-    prefill = ttft(s, prompt)  # s of the group, the request's alone
+    parts = prefill_parts(s, prompt)  # the request's pass alone: its weight matmuls, attention, all-reduces
+    prefill = parts.total  # s of the group (serving.ttft)
     step = decode_step(s, concurrency, context)  # s of the group per step, shared by `concurrency`
     decode = answer * step / concurrency
     return {
         "prefill_s": prefill, "decode_s": decode, "prefill_share": prefill / (prefill + decode),
+        "prefill_comm_share": parts.collectives / prefill,
         "prefill_dollars": prefill * per_second, "decode_dollars": decode * per_second,
         "dollars_per_m_input": prefill * per_second / prompt * 1e6,
         "dollars_per_m": step / concurrency * per_second * 1e6,  # per million output tokens
@@ -266,6 +268,7 @@ OUTPUTS = (
     Output("thousand_requests_dollars", "mil peticions com aquesta", "dòlars", 2),
     Output("request_dollars", "una petició", "dòlars", 4, panel=False),
     Output("prefill_share", "part del prefill en el temps de la petició", style="pct"),
+    Output("prefill_comm_share", "part del prefill que són comunicacions", style="pct", panel=False),
     Output("request_note", "petició", style="text", panel=False),
     Output("prefill_s", "prefill de la petició, temps de les GPU", "s", 3, panel=False),
     Output("decode_s", "decode de la petició, la seva part del temps de les GPU", "s", 3, panel=False),
@@ -286,7 +289,7 @@ OUTPUTS = (
     Output("tps_one", "tokens/s d'una seqüència", "tok/s", 1, panel=False),
     Output("batch_gain", "guany de la concurrència", "×", 1, panel=False),
     Output("dollars_per_hour", "dòlars per hora", "dòlars", 2, panel=False),
-    Output("tokens_per_hour_m", "milions de tokens per hora", "M", 2, panel=False),
+    Output("tokens_per_hour_m", "milions de tokens per hora", "milions", 2, panel=False),
     Output("kv_to_weights", "cache respecte dels pesos", style="pct", panel=False),
     Output("crossover_one", "creuament, una seqüència", decimals=1, style="si", panel=False),
     Output("crossover_batch", "creuament, amb la concurrència", decimals=1, style="si", panel=False),
