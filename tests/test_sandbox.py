@@ -230,21 +230,6 @@ def test_a_patched_module_is_shown_on_every_widget_and_undone_by_restore(watched
     assert watched.errors == []
 
 
-def test_a_stored_edit_that_hangs_waits_as_a_draft_and_a_hang_is_detected(watched, server):
-    page = watched.page
-    page.goto(server + PAGE)
-    ready(page)
-    start_edit(page, "while True:\n    pass\n")
-    page.click(f"{SEL} .tw-code-run")
-    # nobody presses «Atura»: within seconds every widget says Python stopped answering
-    page.wait_for_function("() => [...document.querySelectorAll('.tw-widget')].every(w => w.querySelector('.tw-hung button'))",
-                           timeout=30_000)
-    page.reload()  # the stored edit does not run by itself
-    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
-    assert page.get_attribute(SEL, "data-draft") == "true" and page.get_attribute(SEL, "data-edited") is None
-    assert page.locator(".tw-hung").count() == 0
-
-
 def test_python_cannot_forge_the_workers_messages_or_end_it(watched, server):
     page = watched.page
     page.goto(server + PAGE)
@@ -453,28 +438,6 @@ def test_only_the_shipped_kernel_runs_in_the_helper(watched, server):
     reply = edited_call(page, "import sys\nfrom ..engine import session\n"
                               "raise RuntimeError('READY' + str(bool(session.current().helper.client.ready)))\n")
     assert reply["error"]["message"] == "READYTrue"
-
-
-def test_from_disk_an_edit_makes_no_script_of_its_own(browser, site, tmp_path):
-    """L-6: in the single file opened from disk (whose policy must allow the worker's own
-    blob: scripts), an edit can neither make a blob: URL nor reach Pyodide's loaders."""
-    single = tmp_path / "capitol15.html"
-    single.write_bytes((site / "cap15" / ("index" + export.SUFFIX)).read_bytes())
-    context = browser.new_context(service_workers="block")
-    page = context.new_page()
-    page.goto(single.as_uri())
-    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
-    probe = ("import js, json\nout = {}\n"
-             "def attempt(name, fn):\n    try:\n        out[name] = 'refused' if fn() is None else 'reached'\n"
-             "    except BaseException:\n        out[name] = 'refused'\n"
-             "attempt('blob: URL', lambda: js.URL.createObjectURL(js.Blob.new(['self.x = 1'])))\n"
-             "attempt('loadPyodide', lambda: js.loadPyodide)\n"
-             "attempt('file:', lambda: js.importScripts('file:///etc/hostname'))\n"
-             "attempt('twExport', lambda: js.twExport)\n"
-             "raise RuntimeError('PROBE' + json.dumps(out))\n")
-    found = json.loads(edited_call(page, probe)["error"]["message"].split("PROBE", 1)[1])
-    assert found == {"blob: URL": "refused", "loadPyodide": "refused", "file:": "refused", "twExport": "refused"}
-    context.close()
 
 
 def test_a_network_cut_at_boot_is_not_blamed_on_the_pin(watched, server):

@@ -229,17 +229,21 @@ RESTART = """() => document.querySelector('.tw-widget[data-widget="roofline"] .t
 
 
 def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, plain):
+    """M-2, and before it what a stored edit that hangs does: it waits as a draft after a
+    reload; run, every widget says Python stopped answering."""
     any_engine.goto(plain + PAGE)
     wait_ready(any_engine)
     any_engine.js(HANG)
     any_engine.reload()  # the stored edit is a draft: it does not run by itself
     wait_ready(any_engine)
+    cost = '.tw-widget[data-widget="cost"]'
+    draft = f"() => [document.querySelector('{cost}').dataset.draft, document.querySelector('{cost}').dataset.edited, document.querySelectorAll('.tw-hung').length]"
+    assert any_engine.js(draft) == ["true", None, 0]
     any_engine.js(RUN_DRAFT)
     any_engine.wait(HUNG, timeout=60)
     any_engine.js(RESTART)
     wait_ready(any_engine)
-    cost = '.tw-widget[data-widget="cost"]'
-    assert any_engine.js(f"() => [document.querySelector('{cost}').dataset.draft, document.querySelector('{cost}').dataset.edited]") == ["true", None]
+    assert any_engine.js(draft)[:2] == ["true", None]
     status = any_engine.js(f"() => document.querySelector('{cost} .tw-code-status').textContent")
     assert "no responia" in status and "visita anterior" not in status, status
     # the fresh worker answers: a change of another widget is computed, and nothing hangs again
