@@ -32,12 +32,19 @@ def runtime() -> str:
 
 
 def counts(cfg: gpt.GPTConfig, n_params: int, L: int) -> dict:
-    """Weight bytes and FLOPs per token, from the shapes (matmuls and attention)."""
+    """Weight bytes, attention-score bytes and FLOPs per token, from the shapes.
+
+    A pass over L tokens writes, in every layer and head, an [L, L] matrix of scores (numpy's
+    path all heads at once, the kernel one head at a time): L float32 per token, head and
+    layer, then gone over again by the softmax and the weighted sum. Those bytes
+    grow with L where the weights' share per token falls as 1/L: the prefill's upturn."""
     d, matmul = cfg.d, gpt.macs_per_token(cfg)
     attn_decode = cfg.layers * 2 * d * L  # scores and weighted sum over L keys
     attn_prefill = cfg.layers * 2 * d * (L + 1) / 2  # token t sees t keys: mean (L+1)/2
+    scores = BYTES * cfg.layers * cfg.heads * L  # one row of L scores per head and layer
     return {
         "bytes_decode": BYTES * n_params, "bytes_prefill": BYTES * n_params / L,
+        "score_bytes": scores,
         "flops_decode": 2 * (matmul + attn_decode), "flops_prefill": 2 * (matmul + attn_prefill),
     }
 
@@ -90,6 +97,7 @@ def best_of(fn, repeats: int, note: Partial, shortest: float):
     that other widgets' runs get in between (engine.widget.Partial)."""
     times, since, n = [], time.perf_counter(), 1
     with one_thread():
+        fn()  # untimed: the first call of a length allocates its arrays and fills the caches
         while len(times) < repeats:
             t = time.perf_counter()
             for _ in range(n):
@@ -110,10 +118,12 @@ def clock(repeats: int, seed: int):
     timings one context length at a time, each shown as soon as it is measured."""
     cfg, p, _ = pretrained.load("mini")
     tokens = np.random.default_rng(seed).integers(0, cfg.vocab, max(LENGTHS) + 1)  # [513]
-    c = counts(cfg, gpt.n_params(p), 128)
+    c, long = counts(cfg, gpt.n_params(p), 128), counts(cfg, gpt.n_params(p), max(LENGTHS))
     out = {"params": gpt.n_params(p), "runtime": runtime(),
            "bytes_decode": c["bytes_decode"], "bytes_prefill_128": c["bytes_prefill"],
-           "flops_prefill_128": c["flops_prefill"], "flops_decode_128": c["flops_decode"]}
+           "score_bytes_128": c["score_bytes"], "score_bytes_512": long["score_bytes"],
+           "flops_prefill_128": c["flops_prefill"], "flops_decode_128": c["flops_decode"],
+           "flops_prefill_512": long["flops_prefill"]}
     shortest = shortest_timing(clock_step())
     for i, L in enumerate(LENGTHS):
         note = Partial(dict(out), i / len(LENGTHS), f"cronometrant el context de {L} tokens")
@@ -174,9 +184,11 @@ def _tables(p: dict, v: dict) -> str:
         c = counts(cfg, n, L)
         rows += (f"<tr><td>{L}</td><td>{_bytes(c['bytes_prefill'])}</td><td>{_bytes(c['bytes_decode'])}</td>"
                  f"<td>{fmt.with_unit(c['bytes_decode'] / c['bytes_prefill'], 0, '×')}</td>"
+                 f"<td>{_bytes(c['score_bytes'])}</td>"
                  f"<td>{fmt.si(c['flops_prefill'], 2)}</td><td>{fmt.si(c['flops_decode'], 2)}</td></tr>")
     return ("<table><caption>El comptador: bytes de pesos i FLOPs per token, comptats a partir de les formes"
             "</caption><thead><tr><th>L</th><th>bytes/token prefill</th><th>bytes/token decode</th><th>ràtio</th>"
+            "<th>bytes/token de puntuacions</th>"
             f"<th>FLOPs/token prefill</th><th>FLOPs/token decode</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
@@ -192,7 +204,10 @@ OUTPUTS = (
     Output("ratio_128", "decode / prefill per token", "×", 2, timed=True),
     Output("bytes_decode", "bytes de pesos per token, decode"),  # a byte count: an integer
     Output("bytes_prefill_128", "bytes de pesos per token, prefill a 128"),  # 4N/128, whole for this model
+    Output("score_bytes_128", "bytes de puntuacions d'atenció per token a 128"),  # L × heads × layers × 4
+    Output("score_bytes_512", "bytes de puntuacions d'atenció per token a 512", panel=False),
     Output("flops_prefill_128", "FLOPs per token, prefill a 128", decimals=2, style="si"),
+    Output("flops_prefill_512", "FLOPs per token, prefill a 512", decimals=2, style="si", panel=False),
     Output("flops_decode_128", "FLOPs per token, decode a 128", decimals=2, style="si"),
     Output("params", "paràmetres del mini-GPT", decimals=0, panel=False),
     Output("runtime", "on s'ha mesurat", style="text", panel=False, timed=True),
