@@ -111,6 +111,12 @@ def _new(path: Path, text: str) -> Path:
     return path
 
 
+def _all_new(*paths: Path) -> None:
+    taken = [_shown(p) for p in paths if p.exists()]
+    if taken:
+        raise ScaffoldError(f"{', '.join(taken)} ja existeix: no escric res; tria un altre nom o esborra'l")
+
+
 def _shown(path: Path) -> str:
     try:
         return str(path.relative_to(ROOT))
@@ -131,11 +137,21 @@ def widget(chapter: str, name: str, root: Path = ROOT) -> list[Path]:
     if name in registry.names():
         raise ScaffoldError(f"ja hi ha un widget '{name}' al llibre; els noms són únics: tria'n un altre")
     title = name.replace("_", " ").capitalize()
-    written = [_new(root / "widgets_py" / chapter / f"{name}.py", WIDGET.format(name=name, title=title)),
-               _new(root / "tests" / f"test_{name}.py", TEST.format(name=name))]
-    registry.refresh()  # the new module joins the registry
-    values = registry.run(name, {}).values
-    written.append(_new(root / "tests" / "golden" / f"{name}.json", json.dumps(values, indent=1, sort_keys=True) + "\n"))
+    module, test, golden = (root / "widgets_py" / chapter / f"{name}.py", root / "tests" / f"test_{name}.py",
+                            root / "tests" / "golden" / f"{name}.json")
+    _all_new(module, test, golden)  # before writing any: a refusal leaves nothing behind
+    written = []
+    try:
+        written.append(_new(module, WIDGET.format(name=name, title=title)))
+        written.append(_new(test, TEST.format(name=name)))
+        registry.refresh()  # the new module joins the registry
+        values = registry.run(name, {}).values
+        written.append(_new(golden, json.dumps(values, indent=1, sort_keys=True) + "\n"))
+    except BaseException:
+        for path in written:  # all or nothing: a half-written widget would still build
+            path.unlink()
+        registry.refresh()
+        raise
     return written
 
 
@@ -164,8 +180,9 @@ def chapter(name: str, title: str, root: Path = ROOT) -> list[Path]:
     keys = [line for line in text.splitlines() if re.match(r"[A-Za-z_]+:", line)]  # the top-level keys
     if not keys or keys[-1].rstrip() != "nav:":
         raise ScaffoldError("mkdocs.yml: nav: ha de ser l'última clau perquè hi afegeixi el capítol al final")
-    written = [_new(root / "widgets_py" / name / "__init__.py", f'"""{title}: the widgets of chapter {name[3:]}."""\n'),
-               _new(root / "docs" / name / "index.md", PAGE.format(title=title))]
+    package, page = root / "widgets_py" / name / "__init__.py", root / "docs" / name / "index.md"
+    _all_new(package, page)
+    written = [_new(package, f'"""{title}: the widgets of chapter {name[3:]}."""\n'), _new(page, PAGE.format(title=title))]
     entry = json.dumps(f"{int(name[3:])} · {title}", ensure_ascii=False)  # a YAML string, quoted as JSON is
     lines = [f"  - {entry}:", f"      - {json.dumps(title, ensure_ascii=False)}: {name}/index.md"]
     config.write_text(with_chapter(text, lines))

@@ -56,12 +56,18 @@ def test_the_scaffolded_widget_passes_the_suites_tests_for_it(tmp_path):
     (lambda: scaffold.widget("cap15", "roofline"), ["roofline", "únics"]),
     (lambda: scaffold.widget("cap77", "nou"), ["cap77", "./dev new chapter"]),
     (lambda: scaffold.widget("cap15", "Nou-Widget"), ["minúscules"]),
+    # a free widget name whose test file is taken (tests/test_fmt.py tests engine.fmt): before
+    # issue 42 the module was written first and stayed behind, building as a widget
+    (lambda: scaffold.widget("cap15", "fmt"), ["tests/test_fmt.py", "no escric res"]),
     (lambda: scaffold.chapter("cap15", "Un altre"), ["cap15", "ja existeix"]),
     (lambda: scaffold.chapter("capitol", "Un altre"), ["capNN"]),
 ])
 def test_what_the_scaffold_refuses_it_says_before_writing(call, words):
-    before = sorted(p for p in (ROOT / "widgets_py").rglob("*.py"))
+    def files():
+        return sorted(p for folder in ("widgets_py", "tests", "docs") for p in (ROOT / folder).rglob("*") if p.is_file())
+
+    before = files()
     with pytest.raises(scaffold.ScaffoldError) as caught:
         call()
     assert all(w in str(caught.value) for w in words), str(caught.value)
-    assert sorted(p for p in (ROOT / "widgets_py").rglob("*.py")) == before
+    assert files() == before
