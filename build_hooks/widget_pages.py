@@ -107,7 +107,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
                     done[i] = place(d) if pending == "widget" else value(d)
     except DirectiveError as exc:
         raise PluginError(f"{directives.source(page)}:{exc.line}: {exc}") from None
-    except (ParamError, ValueError) as exc:
+    except ParamError as exc:  # the directive asked for something the widget does not offer
         raise PluginError(f"{directives.source(page)}:{line}: {exc}") from None
     except Exception as exc:  # a bug inside a widget: where it was asked for, and where it broke
         raise PluginError(f"{directives.source(page)}:{line}: {failed_in_widget(exc)}") from None

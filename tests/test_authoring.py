@@ -83,9 +83,14 @@ def test_a_chapter_folder_without_init_says_which_file_to_create(tmp_path):
     assert done.returncode != 0 and "cap97/__init__.py" in last and "crea" in last, last
 
 
-def test_an_exception_inside_a_widget_names_the_directive_and_the_widgets_line(tmp_path):
+@pytest.mark.parametrize("bug, error, said", [
+    ("p['params']", "KeyError", "'params'"),
+    # a ValueError is no bad directive: before issue 42 it was reported at the page's line alone
+    ("raise ValueError('escala negativa')", "ValueError", "escala negativa"),
+])
+def test_an_exception_inside_a_widget_names_the_directive_and_the_widgets_line(tmp_path, bug, error, said):
     broken = KV_SIZE.replace('"kv_size"', '"trencat"').replace(
-        "    plot = Plot(height=120)", "    p['params']\n    plot = Plot(height=120)")
+        "    plot = Plot(height=120)", f"    {bug}\n    plot = Plot(height=120)")
     _chapter(tmp_path, "cap96", {"trencat": broken})
     done = _python(tmp_path, """
         from types import SimpleNamespace
@@ -96,7 +101,7 @@ def test_an_exception_inside_a_widget_names_the_directive_and_the_widgets_line(t
     """)
     tail = done.stderr.strip().splitlines()
     message = "\n".join(tail[-5:])
-    assert "docs/cap96/index.md:3:" in message and "KeyError" in message and "'params'" in message, message
+    assert "docs/cap96/index.md:3:" in message and error in message and said in message, message
     assert f"{tmp_path}/cap96/trencat.py:" in message and "figure()" in message, message
     assert len(tail) <= 12, "one short traceback, not the whole build's"
 
