@@ -161,6 +161,16 @@ def _write(path: Path, stage: Stage) -> None:
     partial.replace(path)  # atomic: a crash never leaves a half-written cache file
 
 
+def python_error(stderr: str) -> str | None:
+    """The last line of the Python traceback in node's stderr (`ValueError: …`), without the
+    JavaScript frames Pyodide adds after it; None if Python raised nothing."""
+    if "PythonError:" not in stderr:
+        return None
+    text = stderr.split("PythonError:", 1)[1]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("at ")]
+    return lines[-1] if lines else None
+
+
 def _compile(files: dict[str, bytes], package: str, imports: str, cached: Path) -> Stage | None:
     """What `imports` loaded and the bytecode of each module it loaded from source; None without node.
 
@@ -183,8 +193,12 @@ def _compile(files: dict[str, bytes], package: str, imports: str, cached: Path) 
                            check=True, capture_output=True, timeout=300)
         except (OSError, subprocess.SubprocessError) as exc:  # no node: the archives ship as they are
             detail = (getattr(exc, "stderr", b"") or b"").decode(errors="replace").strip()
-            assets.progress(f"no bytecode compiled ({type(exc).__name__}: {detail[-300:] or exc}); "
-                            "the browser will compile Python source on every visit")
+            raised = python_error(detail)
+            if raised:  # our Python's own error: the build reports it where it comes from
+                assets.progress(f"no bytecode compiled: under Pyodide the widgets' Python raised {raised}")
+            else:
+                assets.progress(f"no bytecode compiled ({type(exc).__name__}: {detail[-300:] or exc}); "
+                                "the browser will compile Python source on every visit")
             return None
         listed = json.loads((out / "files.json").read_text())
         stage = Stage({name: (out / (name.lstrip("/") + "c")).read_bytes() for name in listed["compiled"]},

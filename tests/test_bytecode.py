@@ -158,3 +158,15 @@ def test_the_same_inputs_compile_to_the_same_bytes(tmp_path):
     files["pyodide-lock.json"] = bundle.lock(None).encode()
     first, second = (bytecode._compile(files, "numpy", "import json", tmp_path / f"{i}.zip") for i in (1, 2))
     assert len(first.pycs) > 100 and first == second
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node runs Pyodide's Python at build time")
+def test_python_raising_under_pyodide_is_one_line_naming_its_error(tmp_path, capsys):
+    """A widget whose code raises stops the bytecode stage first; it says so in one line naming
+    the error, not with Pyodide's JavaScript frames before the build's own report (issue 42)."""
+    files = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
+    files["pyodide-lock.json"] = bytecode.bundle.lock(None).encode()
+    assert bytecode._compile(files, "numpy", "raise ValueError('escala negativa')", tmp_path / "x.zip") is None
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == ["textbook: no bytecode compiled: under Pyodide the widgets' Python raised ValueError: escala negativa"]
+    assert not (tmp_path / "x.zip").exists()
