@@ -16,7 +16,7 @@ The Pyodide worker and the kernel's helper need no header of their own: kernel.j
 them from blob: URLs, and such a worker inherits its page's policies, the header's and the
 meta tag's alike. Served with these headers, without them (GitHub Pages), or from one file,
 the browser holds the worker to the page's `script-src` and `connect-src`; lockdown.js is a
-second wall (see the README).
+second wall (see MAINTAINING.md).
 """
 
 from __future__ import annotations
