@@ -168,7 +168,7 @@ if colorsys.rgb_to_hsv(1, 0, 0)[0] == 0 and MIMEText("x")["Content-Type"].starts
 def test_an_edit_imports_what_the_site_left_out_and_a_missing_module_fails_as_before(watched, server, site):
     from test_codepanel import assert_edited_matches_cpython, editor_text, open_panel, ready, run_edit, type_at_end, values
 
-    from widgets_py.engine import browser as entry
+    from widgets_py.engine import registry
 
     assert "colorsys.pyc" not in members((site / bundle.RUNTIME_DIR / bytecode.STDLIB_FILE).read_bytes())
     page = watched.page
@@ -179,7 +179,7 @@ def test_an_edit_imports_what_the_site_left_out_and_a_missing_module_fails_as_be
     fetched = lambda: [u for u in watched.requests if urlsplit(u).path.rsplit("/", 1)[-1] in full]  # noqa: E731
     assert fetched() == []  # the page and its warm-up import nothing the trimmed runtime lacks
     params = page.eval_on_selector(SEL, "w => window.tw.readParams(w)")
-    original = json.loads(entry.render("roofline", json.dumps(params)))["values"]  # the shipped code, in CPython
+    original = json.loads(json.dumps(registry.reply("roofline", params, "wide")))["values"]  # the shipped code, in CPython
     figure = page.inner_html(f"{SEL} .tw-figure")
 
     open_panel(page)

@@ -85,12 +85,6 @@ class WarmUp:
             return None
 
 
-def render(name: str, params_json: str, layout: str = svg.WIDE.name) -> str:
-    """Run widget `name` with JSON params; return values, their Catalan text and the figure
-    drawn for `layout` (the one the page shows: engine.svg)."""
-    return json.dumps(registry.reply(name, json.loads(params_json), layout), ensure_ascii=False)
-
-
 class Run:
     """One widget run, a stage per call: the worker posts each partial and, between stages,
     lets other calls in (a long compute yields Partials; any other compute is one stage)."""

@@ -5,8 +5,8 @@ widget's module as installed from the site's wheel, found by the widget's module
 by a path. "Executa" sends the edited text back with a key naming the widget on its page;
 `render(name, key, code, params_json)` compiles it as a fresh module of the same package
 (so its relative imports resolve to the shipped engine and models), takes its `WIDGET`
-and answers exactly like browser.render, with the edited widget standing in for the
-shipped one during that call only; other widgets, and other instances of the same widget,
+and answers exactly like registry.reply (a run's last reply), with the edited widget
+standing in for the shipped one during that call only; other widgets, and other instances of the same widget,
 keep the shipped module. What the edited code keeps for the weights (pretrained.derived:
 prefills, held-out losses, drawn figures) is its own, apart from the shipped code's: an
 edit that changes how one is computed is never answered with the shipped result.
@@ -91,7 +91,7 @@ def _line(exc: BaseException, filename: str) -> int | None:
 
 
 def render(name: str, key: str, code: str, params_json: str, layout: str = "wide") -> str:
-    """browser.render with the edited module (its figure drawn for `layout`, engine.svg); or
+    """registry.reply with the edited module (its figure drawn for `layout`, engine.svg); or
     {"error": {kind, message, line}}."""
     filename = _filename(module_of(name))
     try:
@@ -105,7 +105,3 @@ def render(name: str, key: str, code: str, params_json: str, layout: str = "wide
         return json.dumps({"error": {"kind": type(exc).__name__, "message": message,
                                      "line": _line(exc, filename)}}, ensure_ascii=False)
 
-
-def forget(key: str) -> None:
-    """Drop a key's edited module (the reader restored the shipped code)."""
-    session.current().edits.pop(key, None)

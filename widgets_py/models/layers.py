@@ -20,11 +20,6 @@ from . import backend
 FEW_ROWS = 4  # up to this many rows (a decode step), matmul's small fixed cost wins instead
 
 
-def matmul_path() -> str:
-    """Which products this session uses: "blas" (natively), "wasm-simd" or "einsum" (Pyodide)."""
-    return backend.current().path
-
-
 def _product(a2, b=None, bt=None):
     """a2 [M, K] @ [K, N], the right side given as b [K, N] or as bt [N, K]."""
     if a2.shape[0] <= FEW_ROWS:

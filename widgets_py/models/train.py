@@ -1,7 +1,8 @@
 """Training the mini-GPT: random windows of the corpus, AdamW, a schedule, a held-out loss.
 
 Deterministic from a seed; `train` reports (step, loss) through a callback and stops
-early when `should_stop()` says so, which is how the browser cancels a run.
+early when `should_stop()` says so. The browser does not call it: its trainer (trainer.py)
+takes steps one stage at a time, and cancelling is not asking for the next.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 // The one way a widget's output enters the page. Figures and tables come from Python in the
 // worker: the shipped modules, or a reader's edit in the «Codi» panel, which can return any
 // text. Each is parsed and cleaned by DOMPurify (assets/tw/purify.min.js, the pinned npm
-// release: build_hooks/sanitizer.py checks it) with the allow-list of
+// release, byte for byte: tests/test_sandbox.py checks it) with the allow-list of
 // widgets_py/engine/markup.py, which the site config carries: SVG shapes and text, tables,
 // the drawing classes; no script, style, link, meta, foreignObject, event handler or URL,
 // and no class of the theme's or of the page's own. The build holds prerendered figures to
