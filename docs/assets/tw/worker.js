@@ -30,7 +30,7 @@ const { apply } = Reflect;
 const stopHere = Event.prototype.stopImmediatePropagation;
 const progress = (message, fraction) => send({ type: P.PROGRESS, message, fraction });
 const cancelled = new Set(); // ids of long calls asked to stop
-let entry = null; // the package's browser entry module (render, fixed, Trainer)
+let entry = null; // the package's browser entry module (Run, fixed, source, render_edited, Trainer)
 
 async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   progress("Carregant l'intèrpret de Python…", 0.05);
