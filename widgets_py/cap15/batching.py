@@ -187,8 +187,8 @@ def _grid(p: dict, state: State) -> str:
             plot.span(first, last, y0 + slot * row_h, max(row_h - 0.6, 1), "tw-s1")
     plot.text((plot.left + plot.width - plot.right) / 2, plot.height - 8, "iteracions", "middle", "tw-label")
     evicted = (f" En continu, {fmt.number(v['continuous_preemptions'])} peticions han perdut el seu cache per falta "
-               "de blocs (en vermell, l'estada interrompuda)." if v["continuous_preemptions"] else "")
-    return plot.render("Les ranures del lot, iteració a iteració",
+               "de pàgines (en vermell, l'estada interrompuda)." if v["continuous_preemptions"] else "")
+    return plot.render("Qui ocupa cada ranura a cada iteració",
                        f"Ranures ocupades (ple) i ocioses (buit): estàtic {fmt.percent(v['static_idle'])} "
                        f"ocioses, continu {fmt.percent(v['continuous_idle'])}." + evicted)
 
@@ -213,7 +213,7 @@ def _figure(p: dict, state: State) -> tuple[str, str]:
     alt = (f"Guany de {fmt.with_unit(v['gain'], 2, '×')} amb {p['slots']} ranures: ranures ocioses "
            f"{fmt.percent(v['static_idle'])} en estàtic i {fmt.percent(v['continuous_idle'])} en continu.")
     if v["memory_bound"]:
-        alt += (f" La memòria del cache ({fmt.number(v['kv_blocks'])} blocs) limita el lot continu a "
+        alt += (f" La memòria del cache ({fmt.number(v['kv_blocks'])} pàgines) limita el lot continu a "
                 f"{v['continuous_max_running']} peticions alhora, i n'ha expulsat {fmt.number(v['continuous_preemptions'])}.")
     return grid + curve, alt
 
@@ -235,7 +235,7 @@ def _tables(p: dict, state: State) -> str:
         f"<td>{fmt.number(v[k + '_recomputed_tokens'])}</td></tr>" for name, k in (("Estàtic", "static"), ("Continu", "continuous")))
     return ("<table><thead><tr><th>Batching</th><th>tok/s</th><th>iteracions</th><th>ranures ocupades</th>"
             f"<th>TTFT p95</th><th>latència p95</th></tr></thead><tbody>{rows}</tbody></table>"
-            f"<table><caption>KV-cache: {fmt.number(v['kv_blocks'])} blocs de {BLOCK_TOKENS} tokens "
+            f"<table><caption>KV-cache: {fmt.number(v['kv_blocks'])} pàgines de {BLOCK_TOKENS} tokens "
             f"({fmt.number(v['kv_tokens'])} tokens)</caption><thead><tr><th>Batching</th><th>lot màxim</th>"
             f"<th>expulsions</th><th>tokens recalculats</th></tr></thead><tbody>{memory}</tbody></table>"
             f"<table><caption>Amb càrrega sostinguda ({fmt.number(SUSTAINED_GAP_MS)} ms entre arribades de mitjana) "
@@ -259,7 +259,7 @@ PARAMS = (
     Param("long_pct", "int", 20, "Peticions amb prompt llarg", min=0, max=50, step=5, unit="%",
           help="Només a l'experiment del chunked prefill, amb arribades seguides."),
     Param("kv_memory", "choice", "all", "Memòria per al KV-cache", choices=KV_MEMORY,
-          help="Es reparteix en blocs de 16 tokens; si un lot en demana més, el planificador n'expulsa una petició."),
+          help="Es reparteix en pàgines de 16 tokens; si el lot en demana més, el planificador n'expulsa una petició."),
     Param("seed", "int", 10, "Llavor", min=0, max=999),
 )
 
@@ -299,16 +299,16 @@ OUTPUTS = (
     Output("long_requests", "peticions amb prompt llarg", panel=False),
     Output("long_prompt", "prompt llarg", "tokens", panel=False),
     Output("sustained_gap_ms", "temps entre arribades amb càrrega", "ms", 0, panel=False),
-    Output("continuous_preemptions", "expulsions per falta de blocs, continu"),
+    Output("continuous_preemptions", "expulsions per falta de pàgines, continu"),
     Output("continuous_max_running", "lot més gran, continu"),
     Output("continuous_recomputed_tokens", "tokens recalculats, continu", panel=False),
     Output("static_preemptions", "expulsions, estàtic", panel=False),
     Output("static_max_running", "lot més gran, estàtic", panel=False),
     Output("static_recomputed_tokens", "tokens recalculats, estàtic", panel=False),
     Output("memory_bound", "la memòria limita el lot?", style="bool", panel=False),
-    Output("kv_blocks", "blocs de KV-cache", panel=False),
+    Output("kv_blocks", "pàgines de KV-cache", panel=False),
     Output("kv_tokens", "tokens que hi caben", "tokens", panel=False),
-    Output("block_tokens", "tokens per bloc", "tokens", panel=False),
+    Output("block_tokens", "tokens per pàgina", "tokens", panel=False),
     Output("preemptions_whole", "expulsions amb càrrega, prompt sencer", panel=False),
     Output("preemptions_chunked", "expulsions amb càrrega, trossejat", panel=False),
     Output("recomputed_whole", "tokens recalculats amb càrrega, prompt sencer", panel=False),

@@ -161,13 +161,13 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
         for x, y in zip(lengths, ys):
             plot.dot(x, y, cls, 3)
         plot.text(plot.x(lengths[-1]) + 6, plot.y(ys[-1]) + 4, label, "start", f"tw-note {cls}")
-    plot.text(plot.left + 6, plot.top + 14, f"mesurat a {v['runtime']}", "start", "tw-note")
+    plot.text(plot.left + 6, plot.top + 14, f"mesurat amb {v['runtime']}", "start", "tw-note")
     if "ratio_128" in v:
-        alt = (f"Temps mesurats a {v['runtime']}: a 128 tokens, el prefill costa "
+        alt = (f"Temps mesurats amb {v['runtime']}: a 128 tokens, el prefill costa "
                f"{fmt.number(v['prefill_us_per_token_128'], 1)} µs per token; el decode, "
                f"{fmt.number(v['decode_us_128'], 1)} µs per pas ({fmt.with_unit(v['ratio_128'], 1, '×')} més car per token).")
     else:
-        alt = f"Temps que es mesuren ara a {v['runtime']}: {len(lengths)} de {len(LENGTHS)} longituds de context."
+        alt = f"Temps que es mesuren ara amb {v['runtime']}: {len(lengths)} de {len(LENGTHS)} longituds de context."
     return plot.render("El rellotge: prefill i decode del mini-GPT", alt), alt
 
 

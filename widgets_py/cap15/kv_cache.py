@@ -91,8 +91,8 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     page = p["page_tokens"]
     total = DRAWN * context
     plot = Plot(height=170, left=12, right=12, top=30, bottom=12).scales((0, total), (0, 1))
-    rows = (("Blocs contigus: cada seqüència reserva el màxim", [context] * DRAWN, 40),
-            (f"Pàgines de {page} tokens: es reserva el que cal", list(-(-lengths // page) * page), 115))
+    rows = (("Contigu: el context màxim per a cada seqüència", [context] * DRAWN, 40),
+            (f"Paginat: pàgines de {page} tokens, a mesura que calen", list(-(-lengths // page) * page), 115))
     for title, reserve, y in rows:
         used_sum, res_sum = int(lengths.sum()), int(sum(reserve))
         counts = "" if plot.layout.compact else f" · {fmt.si(used_sum, 1)} de {fmt.si(res_sum, 1)} tokens"  # a phone: the panel has them
@@ -102,7 +102,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
         for n, r in zip(lengths, reserve):  # each sequence: what it reserved, and over it what it used
             plot.span(x, x + r, y, 26, "tw-slot-empty", inset=1).span(x, x + n, y, 26, "tw-slot-used", inset=1)
             x += r
-    alt = (f"{DRAWN} seqüències a la mateixa escala. Amb blocs contigus se'n malbarata el "
+    alt = (f"{DRAWN} seqüències a la mateixa escala. Amb reserves contigües se'n malbarata el "
            f"{fmt.percent(v['waste_contiguous'])} en tot el flux; amb pàgines de {page} tokens, el "
            f"{fmt.percent(v['waste_paged'], 1)}. Hi caben {v['fit_contiguous']} i {v['fit_paged']} seqüències."
            + (f" Atenció: {v['context_note']}." if v["context_used"] < p["max_context"] else ""))

@@ -159,9 +159,10 @@ def _tables(p: dict, v: dict) -> str:
 PARAMS = (
     Param("model", "choice", "llama-3-70b", "Model",
           choices=tuple((k, m.label) for k, m in MODELS.items()),
-          help="Paràmetres comptats a partir de les formes de la fitxa del model (config.json)."),
+          help="Paràmetres comptats a partir de les formes del fitxer config.json de cada model, no de la xifra del nom."),
     Param("gpu", "choice", "h100-80gb", "GPU", choices=tuple((k, g.label) for k, g in GPUS.items()),
-          help="Pic bf16 dens i ample de banda del full de dades."),
+          help="Pic de càlcul dens i ample de banda, del full de dades. El pic és el de BF16, o el de 8 bits "
+               "amb pesos FP8 o INT8 si la GPU calcula en aquest format."),
     Param("prompt_tokens", "int", 8192, "Tokens de prompt", min=16, max=131072,
           ticks=tuple(2**k for k in range(4, 18)), unit="tokens",
           help="Si passa del context màxim del model, es retalla i es diu."),

@@ -31,13 +31,13 @@ def curve(history: list[float], steps: int, title: str = "Entrenant al navegador
     plot.axes([0, steps // 2, steps], [2.0, 2.5, 3.0, 3.5, 4.0, 4.5], "passos d'entrenament", "pèrdua (nats)",
               fmt=lambda t: fmt.number(t, 1 if t < 10 else 0))
     plot.line([0, steps], [bound, bound], "tw-limit", dash=True)
-    plot.text(plot.x(steps) - 4, plot.y(bound) - 6, f"fita del bigrama: {fmt.number(bound, 2)}", "end", "tw-note")
+    plot.text(plot.x(steps) - 4, plot.y(bound) - 6, f"bigrama (model de referència): {fmt.number(bound, 2)}", "end", "tw-note")
     smoothed = smooth(history)
     if len(history) > 1:
         plot.line(np.arange(len(history)), smoothed, "tw-s2")
     return plot.render(title, f"Pèrdua d'entrenament després de {len(history)} passos: "
                               f"{fmt.number(float(smoothed[-1]) if history else float('nan'), 3)} nats; "
-                              f"fita del bigrama {fmt.number(bound, 2)}.")
+                              f"bigrama, el model de referència: {fmt.number(bound, 2)} nats.")
 
 
 HELDOUT = ("training.heldout", MODEL)  # its key among the results kept with the weights
@@ -69,7 +69,7 @@ def _figure(p: dict, state: dict) -> tuple[str, str]:
     svg = curve(history, len(history), "La corba d'entrenament del mini-GPT")
     heldout = fmt.number(v["heldout_loss"], 3) + " nats" if "heldout_loss" in v else "encara per mesurar"
     alt = (f"{fmt.number(v['steps_trained'])} passos; pèrdua sobre el text reservat {heldout}, "
-           f"fita del bigrama {fmt.number(v['bigram'], 2)}.")
+           f"bigrama, el model de referència: {fmt.number(v['bigram'], 2)} nats.")
     return svg, alt
 
 
@@ -83,7 +83,7 @@ OUTPUTS = (
     Output("params", "paràmetres"),
     Output("steps_trained", "passos entrenats"),
     Output("heldout_loss", "pèrdua, text reservat", "nats", 3),
-    Output("bigram", "fita del bigrama", "nats", 2),
+    Output("bigram", "bigrama, el model de referència", "nats", 2),
     Output("beats_bigram", "supera el bigrama?", style="bool"),
     Output("final_train_loss", "pèrdua d'entrenament final", "nats", 3, panel=False),
 )
