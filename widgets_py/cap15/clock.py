@@ -28,7 +28,7 @@ def runtime() -> str:
     """Where the clock ran: natively, or in the browser, where a pass is one call of the
     SIMD kernel (numpy alone where WebAssembly SIMD is missing: gpt.matmul_path)."""
     return {"blas": "CPython (numpy natiu)", "einsum": "Pyodide (numpy en WebAssembly)",
-            "wasm-simd": "Pyodide (nucli SIMD en WebAssembly)"}[gpt.matmul_path()]
+            "wasm-simd": "Pyodide (kernel SIMD en WebAssembly)"}[gpt.matmul_path()]
 
 
 def counts(cfg: gpt.GPTConfig, n_params: int, L: int) -> dict:
