@@ -166,7 +166,7 @@ def quantization(granularity: str, group: int, outliers: float, outlier_handling
     g = group if granularity == "group" else None
     w = base["h0.qkv.w"]
     normal = np.delete(w, OUTLIER_CHANNELS, axis=0)
-    first = {"bigram": corpus.bigram_bound(), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
+    first = {"bigram": corpus.bigram_baseline(EVAL_TOKENS), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
     original = ("quantize", "original", outliers)
     formats = {name: ("quantize",) + format_key(outliers, name, g, outlier_handling) for name in ORDER}
     evaluations = [Evaluation(original, MESSAGES["original"], lambda: original_loss(outliers),
@@ -292,7 +292,7 @@ OUTPUTS = (
     Output("memory_nf4", "memòria a NF4, contra BF16", decimals=1, style="pct", panel=False),
     Output("bits_nf4", "bits per pes a NF4", "bits", 2, panel=False),
     Output("bits_int8", "bits per pes a INT8", "bits", 2, panel=False),
-    Output("bigram", "fita del bigrama", "nats", 2, panel=False),
+    Output("bigram", "pèrdua del bigrama", "nats", 2, panel=False),
 )
 
 WIDGET = Widget(
