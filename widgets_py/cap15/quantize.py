@@ -293,7 +293,7 @@ OUTPUTS = (
     Output("memory_nf4", "memòria a NF4, respecte de BF16", decimals=1, style="pct", panel=False),
     Output("bits_nf4", "bits per pes a NF4", "bits", 2, panel=False),
     Output("bits_int8", "bits per pes a INT8", "bits", 2, panel=False),
-    Output("bigram", "pèrdua del bigrama", "nats", 2, panel=False),
+    Output("bigram", "bigrama, el model de referència", "nats", 2, panel=False),
 )
 
 WIDGET = Widget(

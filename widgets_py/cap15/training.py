@@ -32,13 +32,13 @@ def curve(history: list[float], steps: int, title: str = "Entrenant al navegador
     plot.axes([0, steps // 2, steps], [2.0, 2.5, 3.0, 3.5, 4.0, 4.5], "passos d'entrenament", "pèrdua (nats)",
               fmt=lambda t: fmt.number(t, 1 if t < 10 else 0))
     plot.line([0, steps], [baseline, baseline], "tw-limit", dash=True)
-    plot.text(plot.x(steps) - 4, plot.y(baseline) - 6, f"bigrama (text reservat): {fmt.number(baseline, 2)}", "end", "tw-note")
+    plot.text(plot.x(steps) - 4, plot.y(baseline) - 6, f"bigrama (model de referència): {fmt.number(baseline, 2)}", "end", "tw-note")
     smoothed = smooth(history)
     if len(history) > 1:
         plot.line(np.arange(len(history)), smoothed, "tw-s2")
     return plot.render(title, f"Pèrdua d'entrenament després de {len(history)} passos: "
                               f"{fmt.number(float(smoothed[-1]) if history else float('nan'), 3)} nats; "
-                              f"pèrdua del bigrama sobre el text reservat {fmt.number(baseline, 2)}.")
+                              f"bigrama, el model de referència: {fmt.number(baseline, 2)} nats.")
 
 
 HELDOUT = ("training.heldout", MODEL)  # its key among the results kept with the weights
@@ -70,7 +70,7 @@ def _figure(p: dict, state: dict) -> tuple[str, str]:
     svg = curve(history, len(history), "La corba d'entrenament del mini-GPT")
     heldout = fmt.number(v["heldout_loss"], 3) + " nats" if "heldout_loss" in v else "encara per mesurar"
     alt = (f"{fmt.number(v['steps_trained'])} passos; pèrdua sobre el text reservat {heldout}, "
-           f"pèrdua del bigrama {fmt.number(v['bigram'], 2)}.")
+           f"bigrama, el model de referència: {fmt.number(v['bigram'], 2)} nats.")
     return svg, alt
 
 
@@ -84,7 +84,7 @@ OUTPUTS = (
     Output("params", "paràmetres"),
     Output("steps_trained", "passos entrenats"),
     Output("heldout_loss", "pèrdua, text reservat", "nats", 3),
-    Output("bigram", "pèrdua del bigrama", "nats", 2),
+    Output("bigram", "bigrama, el model de referència", "nats", 2),
     Output("beats_bigram", "supera el bigrama?", style="bool"),
     Output("final_train_loss", "pèrdua d'entrenament final", "nats", 3, panel=False),
 )
