@@ -150,7 +150,7 @@ def main() -> None:
     browser_s, browser_loss, matmul, before, after = rounds[median]  # the median round
     numpy_peak, peak = ((before[i] + after[i]) / 2 for i in (0, 1))
     print(f"mini-GPT {cfg.d}×{cfg.layers}, {args.steps} steps of {tc.batch}×{cfg.context} tokens, "
-          f"{flops / 1e6:.1f} MFLOP per step; bigram bound {corpus.bigram_bound():.3f} nats\n")
+          f"{flops / 1e6:.1f} MFLOP per step; bigram baseline {corpus.bigram_baseline(train.EVAL_TOKENS):.3f} nats\n")
     print(f"{'where':<22} {'total s':>8} {'ms/step':>8} {'GFLOP/s':>8} {'peak':>7} {'of peak':>8} {'held-out':>9}")
     for label, secs, loss, top in (("CPython (native numpy)", cpython_s, cpython_loss, cpython_peak_gflops),
                                    (f"Chromium ({matmul})", browser_s, browser_loss, peak)):

@@ -9,17 +9,37 @@ from widgets_py.models import corpus, gpt, pretrained, train
 from widgets_py.cap15.clock import LENGTHS, counts
 
 
-def test_corpus_split_and_bigram_bound():
+def test_corpus_split_and_bigram_baseline():
     train_text, heldout = corpus.split()
     assert len(corpus.text().encode()) >= 200_000
     assert 0.05 < len(heldout) / (len(train_text) + len(heldout)) < 0.15
-    assert 2.0 < corpus.bigram_bound() < 2.6
+    assert 2.0 < corpus.bigram_baseline(train.EVAL_TOKENS) < 2.6
 
 
-def test_pretrained_models_beat_the_bigram_bound():
+def test_the_bigram_baseline_scores_the_span_the_model_is_scored_on():
+    """The baseline is the bigram's cross-entropy on the very pairs train.evaluate scores (issue
+    40, I15): counted here by hand from the training text's pairs, with the smoothing chosen on
+    the training text alone (changing the held-out text does not move it)."""
+    tr, ho = corpus.data()
+    v = len(corpus.vocab())
+    n = train.EVAL_TOKENS
+    inputs, targets = train.windows(pretrained.load("mini")[0], ho, n)
+    assert inputs.size == n and np.array_equal(inputs.ravel(), ho[:n]) and np.array_equal(targets.ravel(), ho[1:n + 1])
+    counts = np.zeros((v, v))
+    np.add.at(counts, (tr[:-1], tr[1:]), 1)
+    for alpha in corpus.ALPHAS:  # the baseline is one of the smoothed bigrams, on exactly these pairs
+        p = (counts + alpha) / (counts + alpha).sum(1, keepdims=True)
+        if abs(-np.log(p[ho[:n], ho[1:n + 1]]).mean() - corpus.bigram_baseline(n)) < 1e-9:
+            break
+    else:
+        raise AssertionError("the baseline is no smoothed bigram on the scored pairs")
+    assert corpus.bigram_baseline(4096) != corpus.bigram_baseline(n)  # another span, another number
+
+
+def test_pretrained_models_beat_the_bigram_baseline():
     for name in ("mini", "target"):
         cfg, p, history = pretrained.load(name)
-        assert train.evaluate(p, cfg, corpus.data()[1]) < corpus.bigram_bound(), name
+        assert train.evaluate(p, cfg, corpus.data()[1]) < corpus.bigram_baseline(train.EVAL_TOKENS), name
     assert gpt.n_params(pretrained.load("mini")[1]) == pytest.approx(28_800, rel=0.05)
 
 
@@ -44,13 +64,13 @@ def test_counter_ratio_is_exactly_L():
 
 def test_the_workers_warm_steps_leave_what_first_changes_need_in_place():
     """The preparations the worker runs one per turn while the reader reads (browser.WarmUp's,
-    pretrained.preparations) leave the corpus's bigram bound computed and every model's weights
+    pretrained.preparations) leave the corpus's bigram baseline fitted and every model's weights
     loaded and checked, for the widgets' first changes to find."""
     from widgets_py.engine import session
 
     pretrained.forget()
-    corpus.bigram_bound.cache_clear()
+    corpus.bigram.cache_clear()
     for step in pretrained.preparations():
         step()
     assert session.current().models.keys() == pretrained.specs().keys()  # loaded, in this session
-    assert corpus.bigram_bound.cache_info().currsize == 1
+    assert corpus.bigram.cache_info().currsize == 1

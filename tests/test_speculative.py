@@ -107,7 +107,7 @@ def test_vllm_greedy_vectors(spec, target_tokens, expected, coupling):
     assert out["rounds"][0] == {"proposed": k, "accepted": kept, "emitted": len(expected)}
     assert out["tokens"][:len(expected)] == expected
     marks = [m for _, m in out["shown"]][:kept + (1 if kept == k else 2)]
-    assert marks == ["accepted"] * kept + (["bonus"] if kept == k else ["rejected", "resampled"])
+    assert marks == ["accepted"] * kept + (["bonus"] if kept == k else ["rejected", "corrected"])
 
 
 def test_a_draft_equal_to_the_target_is_always_accepted():
@@ -291,7 +291,7 @@ def test_widget_outputs_agree_with_its_rounds():
     marks = [m for _, m in v["shown"]]
     assert "".join(c for c, m in v["shown"] if m != "rejected") == v["text"]  # emitted = the text
     assert len(v["text"]) == v["passes_alone"] == 48
-    assert marks.count("rejected") == marks.count("resampled")
+    assert marks.count("rejected") == marks.count("corrected")
     assert v["target_passes"] == marks.count("rejected") + marks.count("bonus") + (marks[-1] == "accepted")
     assert v["acceptance"] == pytest.approx(marks.count("accepted") / v["draft_steps"])
     assert v["tokens_per_pass"] == pytest.approx(48 / v["target_passes"])

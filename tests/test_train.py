@@ -75,9 +75,9 @@ def test_training_steps_lower_the_loss_and_share_one_buffer():
     assert len(bases) == 1  # one buffer, updated in place
 
 
-def test_a_short_training_is_sensitive_to_the_last_bit_and_ends_near_the_bigram_bound():
+def test_a_short_training_is_sensitive_to_the_last_bit_and_ends_near_the_bigram_baseline():
     """What chapter 15 tells a reader who retrains in the browser: a run of the widget's default
-    length ends near the bigram bound, and one ulp on one initial weight changes its held-out
+    length ends near the bigram baseline, and one ulp on one initial weight changes its held-out
     loss visibly (at the third decimal the widget shows), so another machine's float sums give
     another result."""
     cfg, tc = pretrained.specs()["mini"]
@@ -93,4 +93,4 @@ def test_a_short_training_is_sensitive_to_the_last_bit_and_ends_near_the_bigram_
 
     losses = heldout(False), heldout(True)
     assert abs(losses[0] - losses[1]) > 1e-3
-    assert all(abs(loss - corpus.bigram_bound()) < 0.2 for loss in losses), losses
+    assert all(abs(loss - corpus.bigram_baseline(train.EVAL_TOKENS)) < 0.2 for loss in losses), losses

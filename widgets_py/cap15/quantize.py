@@ -34,9 +34,10 @@ OUTLIER_CHANNELS = (3, 11, 27)
 COLUMN = 0  # the output column of h0.qkv.w drawn in the figure
 EVAL_TOKENS = 4096  # held-out characters scored per format (the first ones)
 CALIB_TOKENS = 2048  # held-out characters whose activations SmoothQuant measures (the last ones)
-INT8_THRESHOLD = 6.0  # LLM.int8's outlier threshold, here a ratio to the median row absmax
+INT8_THRESHOLD = 6.0  # LLM.int8 flags an input channel whose activation magnitude reaches 6.0, an
+# absolute threshold (Dettmers et al. 2022, §3.2); our adaptation to weight rows: absmax 6× the median row's
 ALPHA = 0.5  # SmoothQuant migration strength (the paper's default)
-LABELS = {"bf16": "BF16", "fp8": "FP8 (e4m3)", "int8": "INT8", "int4": "INT4", "nf4": "NF4"}
+LABELS = {"bf16": "BF16", "fp8": "FP8 (E4M3)", "int8": "INT8", "int4": "INT4", "nf4": "NF4"}
 HANDLING = {"none": "cap", "llmint8": "canals en 16 bits (LLM.int8)", "smoothquant": "migració (SmoothQuant)"}
 
 
@@ -166,7 +167,7 @@ def quantization(granularity: str, group: int, outliers: float, outlier_handling
     g = group if granularity == "group" else None
     w = base["h0.qkv.w"]
     normal = np.delete(w, OUTLIER_CHANNELS, axis=0)
-    first = {"bigram": corpus.bigram_bound(), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
+    first = {"bigram": corpus.bigram_baseline(EVAL_TOKENS), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
     original = ("quantize", "original", outliers)
     formats = {name: ("quantize",) + format_key(outliers, name, g, outlier_handling) for name in ORDER}
     evaluations = [Evaluation(original, MESSAGES["original"], lambda: original_loss(outliers),
@@ -239,13 +240,13 @@ def _drawing(outliers: float, group: int, handling: str) -> tuple[Plot, list[flo
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     plot, zeroed, shown = memo(("figure", current().name, p["outliers"], p["group"], p["outlier_handling"]),
                                lambda: _drawing(p["outliers"], p["group"], p["outlier_handling"]))
-    alt = (f"Una columna de pesos de la primera capa, {shown} entrades seguides, amb outliers de "
+    alt = (f"Una columna de pesos de la primera capa, {shown} entrades seguides, amb valors atípics de "
            f"{fmt.number(p['outliers'])}× (en un altre color, a la vora). A INT4 arrodoneixen a zero "
            f"el {fmt.percent(zeroed[1])} dels pesos normals amb una escala per tensor i el {fmt.percent(zeroed[2])} "
            f"amb una per grup" + (f", i el {fmt.percent(zeroed[3])} amb {HANDLING[p['outlier_handling']]}" if len(zeroed) > 3 else "")
-           + (f". Pèrdua a INT4: {fmt.number(v['loss_int4'], 3)} nats contra {fmt.number(v['loss_original'], 3)}."
+           + (f". Pèrdua a INT4: {fmt.number(v['loss_int4'], 3)} nats, davant dels {fmt.number(v['loss_original'], 3)} de l'original."
               if "loss_int4" in v else ". La pèrdua a INT4 encara s'està mesurant."))
-    return plot.render("Un outlier estira la graella del seu grup", alt), alt
+    return plot.render("Un valor atípic estira la graella del seu grup", alt), alt
 
 
 def _row(label: str, v: dict, k: str) -> str:
@@ -259,7 +260,7 @@ def _tables(p: dict, v: dict) -> str:
     rows = "".join(_row(label, v, k) for k, label in LABELS.items())
     original = fmt.number(v["loss_original"], 3) if "loss_original" in v else "es mesura…"
     return ("<table><thead><tr><th>Format</th><th>pèrdua (nats)</th><th>degradació</th><th>bits per pes</th>"
-            f"<th>memòria contra BF16</th></tr></thead><tbody><tr><td>original (float32)</td>"
+            f"<th>memòria respecte de BF16</th></tr></thead><tbody><tr><td>original (float32)</td>"
             f"<td>{original}</td><td>—</td><td>32</td><td>200 %</td></tr>{rows}</tbody></table>")
 
 
@@ -269,35 +270,35 @@ PARAMS = (
           help="Només importa amb formats amb escala (FP8, INT8, INT4, NF4)."),
     Param("group", "int", 64, "Mida del grup", min=8, max=128, ticks=(8, 16, 32, 64, 128), unit="pesos",
           help="Pesos seguits d'una mateixa sortida, al llarg de l'entrada, que comparteixen escala."),
-    Param("outliers", "float", 40.0, "Magnitud dels outliers", min=1.0, max=100.0,
+    Param("outliers", "float", 40.0, "Magnitud dels valors atípics", min=1.0, max=100.0,
           ticks=(1.0, 2.0, 5.0, 10.0, 20.0, 40.0, 100.0), unit="×",
-          help="Factor de tres canals d'entrada. A 1 no n'hi ha cap."),
-    Param("outlier_handling", "choice", "none", "Tractament dels outliers", choices=tuple(HANDLING.items()),
-          help="LLM.int8 guarda en 16 bits els canals extrems; SmoothQuant els reescala abans d'arrodonir."),
+          help="Per quant es multipliquen tres canals d'entrada; el model calcula el mateix. Amb 1, cap canal no destaca."),
+    Param("outlier_handling", "choice", "none", "Tractament dels valors atípics", choices=tuple(HANDLING.items()),
+          help="LLM.int8 guarda en 16 bits els canals atípics; SmoothQuant els reescala abans d'arrodonir."),
 )
 
 OUTPUTS = (
     Output("loss_original", "pèrdua original", "nats", 3),
     Output("loss_int4", "pèrdua a INT4", "nats", 3),
     Output("degradation_int4", "degradació a INT4", "nats", 3),
-    Output("memory_int4", "memòria a INT4, contra BF16", decimals=1, style="pct"),
+    Output("memory_int4", "memòria a INT4, respecte de BF16", decimals=1, style="pct"),
     Output("bits_int4", "bits per pes a INT4", "bits", 2),
     Output("kept_channels", "canals en 16 bits", decimals=0),
-    Output("outlier_ratio", "ràtio d'outliers", "×", 1),
+    Output("outlier_ratio", "valors atípics, respecte dels normals", "×", 1),
     Output("loss_int8", "pèrdua a INT8", "nats", 3, panel=False),
     Output("degradation_int8", "degradació a INT8", "nats", 3, panel=False),
     Output("degradation_bf16", "degradació a BF16", "nats", 4, panel=False),
     Output("degradation_fp8", "degradació a FP8", "nats", 3, panel=False),
     Output("degradation_nf4", "degradació a NF4", "nats", 3, panel=False),
-    Output("memory_nf4", "memòria a NF4, contra BF16", decimals=1, style="pct", panel=False),
+    Output("memory_nf4", "memòria a NF4, respecte de BF16", decimals=1, style="pct", panel=False),
     Output("bits_nf4", "bits per pes a NF4", "bits", 2, panel=False),
     Output("bits_int8", "bits per pes a INT8", "bits", 2, panel=False),
-    Output("bigram", "fita del bigrama", "nats", 2, panel=False),
+    Output("bigram", "bigrama, el model de referència", "nats", 2, panel=False),
 )
 
 WIDGET = Widget(
     name="quantize",
-    title="Quantització: menys bits, i què costa",
+    title="Els pesos del mini-GPT, arrodonits: què s'hi perd",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=quantization,

@@ -255,10 +255,11 @@ PARAMS = (
     Param("top_k", "int", 0, "Top-k", min=0, max=40, ticks=(0, 1, 2, 3, 5, 10, 20, 40), off=0,
           help="Els k caràcters de logit més alt; els empatats amb el k-èsim també hi entren."),
     Param("top_p", "float", 1.0, "Top-p (nucleus)", min=0.05, max=1.0, step=0.05, off=1.0,
-          help="Sobre els supervivents del top-k renormalitzats, el conjunt mínim amb massa acumulada ≥ p; "
-               "sempre en queda almenys un."),
+          help="Dels caràcters que el top-k deixa, tornats a normalitzar, es queden els més probables fins "
+               "que sumen p o més; com a mínim, un."),
     Param("min_p", "float", 0.0, "Min-p", min=0.0, max=0.5, step=0.01, off=0.0,
-          help="Després del top-p, fora tot el que baixi de p · la probabilitat del supervivent més probable."),
+          help="Després del top-p, només resten els caràcters amb una probabilitat d'almenys min-p vegades "
+               "la del més probable que hagi quedat."),
     Param("penalty", "float", 1.0, "Penalització de repetició", min=1.0, max=2.0, step=0.05, off=1.0,
           help="Abans de la temperatura, divideix els logits positius dels caràcters ja presents (prompt "
                "inclòs) i multiplica els negatius."),

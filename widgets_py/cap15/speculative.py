@@ -105,7 +105,8 @@ def judge(p: np.ndarray, q: np.ndarray, x: int, coupling: str, u: float, rng) ->
 def speculate(target, draft, prompt, n: int, k: int, coupling: str, temperature: float, seed: int) -> dict:
     """Generate n tokens, k proposals per target pass.
 
-    `shown` lists (token, mark) including the rejected proposals; `rounds` has one record
+    `shown` lists (token, mark) including the rejected proposals, each followed by the
+    target's own token there ("corrected"); `rounds` has one record
     per target pass: tokens proposed, accepted, and emitted (accepted + the target's own).
     """
     return finish(speculating(target, draft, prompt, n, k, coupling, temperature, seed))
@@ -142,7 +143,7 @@ def speculating(target, draft, prompt, n: int, k: int, coupling: str, temperatur
             kept, token = judge(ps[j], qs[j], x, coupling, u[base + j], rng)
             out.append(token)
             if not kept:
-                shown += [(x, "rejected"), (token, "resampled")]
+                shown += [(x, "rejected"), (token, "corrected")]
                 break
             shown.append((x, "accepted"))
             n_ok += 1
@@ -196,8 +197,10 @@ def shown(run: dict) -> dict:
             "shown": [[corpus.vocab()[t], mark] for t, mark in run["shown"]]}  # the figure's rounds, plain JSON
 
 
+# "corrected": the target's token where it rejected a proposal; with the exact coupling its own
+# inverse-CDF choice for the same u, with rejection sampling a draw from the residual (p - q)+
 MARKS = {"accepted": ("tw-s3", "acceptat"), "rejected": ("tw-cut", "rebutjat"),
-         "resampled": ("tw-s1", "remostrejat pel gran"), "bonus": ("tw-s2", "de regal, de la passada")}
+         "corrected": ("tw-s1", "posat pel gran"), "bonus": ("tw-s2", "de regal, de la passada")}
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
@@ -224,7 +227,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
         alt = (f"{fmt.number(v['target_passes'])} passades del model gran per a {p['tokens']} tokens "
                f"({fmt.number(v['tokens_per_pass'], 2)} per passada); taxa d'acceptació {fmt.percent(v['acceptance'])}; "
                f"seqüència {'idèntica' if v['identical'] else 'diferent'} de la del gran sol.")
-    return plot.render("Els tokens de cada ronda: acceptats, rebutjats i remostrejats", alt), alt
+    return plot.render("Cada ronda: les propostes acceptades i rebutjades, i el token que hi posa el gran", alt), alt
 
 
 def _tables(p: dict, v: dict) -> str:
@@ -237,8 +240,8 @@ def _tables(p: dict, v: dict) -> str:
 
 
 PARAMS = (
-    Param("k", "int", 4, "Tokens proposats per ronda (k)", min=1, max=8, step=1,
-          help="Més propostes: més potencial, i més feina llençada quan se'n rebutja una."),
+    Param("k", "int", 4, "Tokens proposats per ronda (γ)", min=1, max=8, step=1,
+          help="Si les encerta totes, una ronda llarga dona més tokens; un rebuig a la primera, però, en fa llençar més."),
     Param("coupling", "choice", "exact", "Acoblament",
           choices=(("exact", "exacte: la mateixa seqüència"), ("rejection", "mostreig de rebuig")),
           help="Exacte: surt el mateix text que el gran sol. Rebuig: la mateixa distribució, amb més propostes acceptades."),
@@ -269,5 +272,5 @@ WIDGET = Widget(
     compute=speculative,
     figure=_figure,
     tables=_tables,
-    summary="Dos mini-GPT entrenats: el draft proposa k tokens i el gran els verifica d'una passada.",
+    summary="Dos mini-GPT entrenats: el draft proposa γ tokens i el gran els verifica d'una passada.",
 )

@@ -1,4 +1,4 @@
-"""Training the mini-GPT, shown: the loss curve against the bigram bound.
+"""Training the mini-GPT, shown: the loss curve against the bigram baseline.
 
 At build time the curve is the pretrained model's. The widget is trainable: in the
 browser a button retrains the model from scratch in the worker (`trainer.Run`, with this
@@ -15,7 +15,7 @@ from ..engine import fmt
 from ..models import corpus, gpt, pretrained
 from ..engine.params import Output, Param
 from ..engine.svg import Plot
-from ..models.train import evaluate
+from ..models.train import EVAL_TOKENS, evaluate
 from ..models.trainer import smooth
 from ..engine.widget import Partial, Trainable, Widget
 from ..engine.stages import stage
@@ -24,20 +24,21 @@ MODEL = "mini"
 
 
 def curve(history: list[float], steps: int, title: str = "Entrenant al navegador") -> str:
-    """The training loss so far (smoothed) against the bigram bound, on `steps` of x."""
-    bound = corpus.bigram_bound()
+    """The training loss so far (smoothed) against the bigram baseline's held-out loss (the line
+    the held-out loss has to beat), on `steps` of x."""
+    baseline = corpus.bigram_baseline(EVAL_TOKENS)
     top = max(4.6, float(np.max(history)) if history else 4.6)
     plot = Plot(height=240).scales((0, max(steps, 1)), (1.8, top))
     plot.axes([0, steps // 2, steps], [2.0, 2.5, 3.0, 3.5, 4.0, 4.5], "passos d'entrenament", "pèrdua (nats)",
               fmt=lambda t: fmt.number(t, 1 if t < 10 else 0))
-    plot.line([0, steps], [bound, bound], "tw-limit", dash=True)
-    plot.text(plot.x(steps) - 4, plot.y(bound) - 6, f"bigrama (model de referència): {fmt.number(bound, 2)}", "end", "tw-note")
+    plot.line([0, steps], [baseline, baseline], "tw-limit", dash=True)
+    plot.text(plot.x(steps) - 4, plot.y(baseline) - 6, f"bigrama (model de referència): {fmt.number(baseline, 2)}", "end", "tw-note")
     smoothed = smooth(history)
     if len(history) > 1:
         plot.line(np.arange(len(history)), smoothed, "tw-s2")
     return plot.render(title, f"Pèrdua d'entrenament després de {len(history)} passos: "
                               f"{fmt.number(float(smoothed[-1]) if history else float('nan'), 3)} nats; "
-                              f"bigrama, el model de referència: {fmt.number(bound, 2)} nats.")
+                              f"bigrama, el model de referència: {fmt.number(baseline, 2)} nats.")
 
 
 HELDOUT = ("training.heldout", MODEL)  # its key among the results kept with the weights
@@ -54,10 +55,10 @@ def training():
     (`steps` and `seed` are the parameters of the next training run, not of this.) Staged
     (engine.stages): the curve is at hand; the held-out loss, once per weights, is not."""
     cfg, p, history = pretrained.load(MODEL)
-    out = {"params": gpt.n_params(p), "steps_trained": len(history), "bigram": corpus.bigram_bound(),
+    out = {"params": gpt.n_params(p), "steps_trained": len(history), "bigram": corpus.bigram_baseline(EVAL_TOKENS),
            "final_train_loss": float(smooth(history)[-1]), "history": history}
     heldout = yield from stage(HELDOUT, heldout_loss, Partial(dict(out), 0.1, "la pèrdua sobre el text reservat"))
-    return out | {"heldout_loss": heldout, "beats_bigram": heldout < corpus.bigram_bound()}
+    return out | {"heldout_loss": heldout, "beats_bigram": heldout < corpus.bigram_baseline(EVAL_TOKENS)}
 
 
 def _values(state: dict) -> dict:

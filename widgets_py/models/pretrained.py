@@ -165,10 +165,10 @@ def shipped(name: str) -> tuple[dict, list[float]]:
 
 def preparations() -> list:
     """What the widgets' first changes would otherwise pay, as steps the browser's worker runs
-    one per turn while the reader reads: the corpus and its bigram bound, each model's weights
+    one per turn while the reader reads: the corpus and its bigram baseline, each model's weights
     (read and checked), and the kernel's first calls (gpt.warm_kernel). All of it is kept
     (cached) for the widgets' own calls."""
-    return [corpus.data, corpus.bigram_bound, *(partial(load, name) for name in specs()), gpt.warm_kernel]
+    return [corpus.data, corpus.bigram, *(partial(load, name) for name in specs()), gpt.warm_kernel]
 
 
 def files() -> list[Path]:

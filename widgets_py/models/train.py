@@ -106,7 +106,10 @@ def train(cfg: gpt.GPTConfig, tc: TrainConfig, data: np.ndarray,
     return p, history
 
 
-def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int = 8192) -> float:
+EVAL_TOKENS = 8192  # held-out characters evaluate() scores by default (the first ones): 64 windows of 128
+
+
+def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int = EVAL_TOKENS) -> float:
     """Mean cross-entropy (nats/char) on the first `tokens` of data, in context windows."""
     return gpt.loss(p, cfg, *windows(cfg, data, tokens))
 
