@@ -203,7 +203,7 @@ def _tables(p: dict, v: dict) -> str:
         presets += (f"<tr><td>{MODELS[key].label}</td><td>{fmt.number(r['context_used'])}</td>"
                     f"<td>{fmt.with_unit(r['weights_gb'], 0, 'GB')}</td>"
                     f"<td>{fmt.with_unit(r['kv_seq_gb'], 2, 'GB')}</td>"
-                    f"<td>{r['sequences_fit'] if r['sequences_fit'] else 'no hi cap'}</td>"
+                    f"<td>{fmt.number(r['sequences_fit']) if r['sequences_fit'] else 'no hi cap'}</td>"
                     f"<td>{fmt.number(r['tps_one'], 1)}</td><td>{fmt.number(r['throughput'])}</td>"
                     f"<td>{fmt.with_unit(r['ttft_s'], 2, 's')}</td>"
                     f"<td>{fmt.number(r['dollars_per_m'], 2) if r['fits'] else '—'}</td></tr>")
