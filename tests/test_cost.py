@@ -1,5 +1,7 @@
 """§7 cost calculator: the seed's figures at its defaults, and the formulas' behaviour."""
 
+import math
+
 import pytest
 
 from widgets_py import formatted, run
@@ -7,10 +9,10 @@ from widgets_py.models.serving import Setup, decode_step, step_time
 
 
 def test_seed_defaults():
-    v = run("cost").values  # Llama 3 70B, 8 × H100 SXM, 8 k, 32 sequences, bf16, 15 %, 3 $
+    v = run("cost").values  # Llama 3 70B, 8 × H100 SXM, 8.192 tokens, 32 sequences, BF16, 10 % reserve, 3 $
     text = formatted("cost", v)
     assert round(v["memory_needed_gb"]) == 261 and v["fits"]
-    assert v["sequences_fit"] == 154
+    assert v["sequences_fit"] == 173  # issue 40: 8 × 81.559 MiB, not 8 × 80e9 (154 with a 15 % overhead)
     # the seed's speeds leave the all-reduces and attention's FLOPs out: the same passes on a free
     # link, without QKᵀ and AV, give them back
     free = Setup("llama-3-70b", "h100-80gb", n_gpus=8, collectives=False)
@@ -25,7 +27,8 @@ def test_seed_defaults():
 
 def test_shares_add_up_and_fp8_cache_halves_it():
     v = run("cost").values
-    assert v["weights_share"] + v["kv_share"] + v["activations_share"] + v["overhead_share"] == pytest.approx(1)
+    assert v["weights_share"] + v["kv_share"] + v["activations_share"] + v["reserve_share"] == pytest.approx(1)
+    assert v["reserve_share"] == pytest.approx(0.10)  # the reserve is a share of the memory, not of its contents
     fp8 = run("cost", {"kv_format": "fp8"}).values
     assert fp8["kv_gb"] == pytest.approx(v["kv_gb"] / 2)
     assert fp8["throughput"] > v["throughput"]
@@ -54,7 +57,7 @@ def test_presets_stay_within_each_model_context():
     from widgets_py.models.hardware import MODELS
 
     rows = dict(_presets({"gpu": "h100-80gb", "concurrency": 32, "weight_format": "bf16", "kv_format": "bf16",
-                          "overhead_pct": 15, "price": 3.0, "prompt": 7000, "answer": 1000}))
+                          "reserve_pct": 10, "price": 3.0, "prompt": 7000, "answer": 1000}))
     assert rows["gpt2-xl"]["context_used"] == 1024  # GPT-2 XL never runs at 8 k
     assert all(r["context_used"] <= MODELS[k].max_context for k, r in rows.items())
     assert "1.024" in run("cost").tables  # and the table says which context each row used
@@ -198,3 +201,45 @@ def test_the_prose_quotes_the_request_s_defaults():
     plain = re.sub(r"\s+", " ", (docs / "sense-formules.md").read_text())
     assert f"(un prompt de {prompt} tokens i una resposta de {answer})" in maths
     assert f"«Prompt d'una petició» i «Resposta d'una petició», {prompt} tokens i {answer}," in plain
+
+
+# --- Issue 40, I4 and I6: one memory rule, vLLM's, for the calculator and the frontier ---------
+
+def test_the_sequences_that_fit_worked_by_hand():
+    """vLLM sizes its cache after one profiling pass (gpu_worker.determine_available_memory): of
+    gpu_memory_utilization (0,9) × the memory, the weights and the pass's peak activations go first.
+    Every factor written out; none taken from the widgets' modules."""
+    MiB = 1 << 20
+    memory = 8 * 81_559 * MiB  # nvidia-smi's total of an H100 80 GB, 8 of them
+    weights = 70_553_706_496 * 2  # Llama 3 70B's parameters (safetensors count) in BF16
+    # the profiling pass: vLLM's budget on an H100 for an API server, 8.192 tokens and 1.024 sequences
+    # (EngineArgs.get_batch_defaults); per GPU the residual and its norm [8192, 8192], the MLP's gate,
+    # up and product [8192, 28672 / 8], in BF16, and the logits of 1.024 sequences over 128.256 tokens in FP32
+    per_gpu = 8192 * (2 * 8192 + 3 * 28672 // 8) * 2 + 1024 * 128_256 * 4
+    activations = 8 * per_gpu  # 7,76 GB
+    cache = 8192 * 2 * 8 * 128 * 80 * 2  # 8.192 tokens of K and V: 8 KV heads of 128, 80 layers, BF16
+    fit = math.floor((0.9 * memory - weights - activations) / cache)
+    assert fit == 173
+    assert run("cost").values["sequences_fit"] == fit == run("frontier").values["fit_batch"]
+    assert run("cost").values["activations_gb"] == pytest.approx(activations / 1e9)
+
+
+def test_the_calculator_and_the_frontier_agree_on_what_fits():
+    for setup in ({}, {"model": "mixtral-8x7b", "context": 32768}, {"gpu": "h200", "n_gpus": 4},
+                  {"model": "llama-3.1-70b", "context": 131072}, {"gpu": "l4", "model": "llama-3-8b", "n_gpus": 1}):
+        frontier_setup = {k: v for k, v in setup.items() if k != "context" or v <= 131072}
+        assert run("cost", setup).values["sequences_fit"] == run("frontier", frontier_setup).values["fit_batch"], setup
+
+
+def test_a_larger_reserve_fits_fewer_sequences_and_fits_means_they_fit():
+    loose, tight = run("cost", {"reserve_pct": 5}).values, run("cost", {"reserve_pct": 30}).values
+    assert loose["sequences_fit"] > run("cost").values["sequences_fit"] > tight["sequences_fit"]
+    for concurrency in (32, 172, 173, 174, 256):  # "hi cap?" and "seqüències que hi caben" tell one story
+        v = run("cost", {"concurrency": concurrency}).values
+        assert v["fits"] == (v["sequences_fit"] >= concurrency), concurrency
+
+
+def test_the_activations_do_not_grow_with_the_concurrency():
+    """An engine reserves the peak of one pass of its token budget, not a buffer per sequence."""
+    one, many = run("cost", {"concurrency": 1}).values, run("cost", {"concurrency": 256}).values
+    assert one["activations_gb"] == many["activations_gb"] > 1

@@ -19,7 +19,9 @@ def test_metric_prefixes_and_tokens():
     assert fmt.si(28320, 2) == "28,32 k"
     assert fmt.si(70_553_706_496, 2) == "70,55 G"
     assert fmt.si(221.25, 2) == "221,25"
-    assert fmt.tokens(8192) == "8 k" and fmt.tokens(512) == "512"
+    # a token count is written in full: k is 1 000 (si), never 1 024 (issue 40, C13/I17/R8)
+    assert fmt.tokens(8192) == "8.192" and fmt.tokens(131072) == "131.072" and fmt.tokens(512) == "512"
+    assert " k" not in fmt.tokens(1 << 20) and fmt.si(13457, 1) == "13,5 k"
 
 
 def test_negative_and_non_finite():

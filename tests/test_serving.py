@@ -234,3 +234,35 @@ def test_no_widget_computes_past_a_model_context_silently():
         assert r.values[used] == MODELS[raw["model"]].max_context, name
         assert "només admet" in r.values["context_note"] and "només admet" in r.alt, name
     assert "serving" not in names()
+
+
+# --- Issue 40: memory in the units the vendors sell it ------------------------------------------
+
+MiB, GiB = 1 << 20, 1 << 30
+# Independent references, typed here, not read from hardware.py: (the datasheet's capacity, whose
+# "GB" are GiB; its memory bandwidth in decimal bytes/s; the total the driver reports, in bytes)
+DATASHEETS = {
+    "h100-80gb": (80, 3.35e12, 81_559 * MiB),  # H100 SXM5 datasheet; nvidia-smi in NVIDIA/nccl#1264
+    "h100-pcie": (80, 2.0e12, 81_559 * MiB),  # H100 PCIe datasheet; nvidia-smi, the SXM's figure
+    "h200": (141, 4.8e12, 143_771 * MiB),  # H200 datasheet; nvidia-smi in sgl-project/sglang#3196
+    "a100-80gb": (80, 2.039e12, 81_920 * MiB),  # A100 80 GB datasheet; modal-labs/modal-client#2797
+    "l4": (24, 300e9, 23_034 * MiB),  # L4 datasheet (GDDR6); modal-labs/modal-client#2797, ECC on
+    "mi300x": (192, 5.3e12, 206_141_652_992),  # MI300X datasheet, ROCm's specs (192 GiB); rocm-smi, ROCm#4750
+}
+
+
+@pytest.mark.parametrize("key", list(DATASHEETS))
+def test_memory_is_the_total_the_driver_reports(key):
+    capacity, bandwidth, driver = DATASHEETS[key]
+    g = GPUS[key]
+    assert g.memory == driver and g.bandwidth == bandwidth
+    assert f"{capacity} GB" in g.label  # the label keeps the vendor's name for it
+    if key == "l4":  # GDDR6 with ECC on gives up 1/16 to the check bits (CUDA C++ Best Practices Guide)
+        assert driver == pytest.approx(capacity * GiB * 15 / 16, rel=1e-3)
+    else:  # HBM: the datasheet's GB are GiB, less the few hundred MiB the driver keeps
+        assert 0.99 * capacity * GiB < driver <= capacity * GiB
+
+
+def test_an_h100_is_not_80e9_bytes():
+    """The old figure: 80 GB read as decimal understates an H100 by 6,9 %, and the fit verdicts with it."""
+    assert GPUS["h100-80gb"].memory != 80e9 and GPUS["h100-80gb"].memory / 80e9 == pytest.approx(1.069, abs=1e-3)

@@ -185,7 +185,10 @@ def test_frontier_trades_latency_for_throughput():
 
 
 def test_batch_in_memory_by_hand():
-    # 90 % of 8 × 80 GB, minus 141.1 GB of bf16 weights, over 8,192 × 327,680 B of cache per sequence
+    # 90 % of 8 × 81.559 MiB (nvidia-smi's H100 80 GB), minus 141,1 GB of BF16 weights and 7,76 GB of
+    # activations of vLLM's 8.192-token profiling pass, over 8.192 × 327.680 B of cache per sequence
     weights = counts(MODELS["llama-3-70b"]).total * 2
-    assert batch_in_memory(LLAMA_8X, 8192) == math.floor((0.9 * 640e9 - weights) / (8192 * 327_680)) == 162
+    activations = 8 * (8192 * (2 * 8192 + 3 * 28672 // 8) * 2 + 1024 * 128_256 * 4)
+    memory = 8 * 81_559 * (1 << 20)
+    assert batch_in_memory(LLAMA_8X, 8192) == math.floor((0.9 * memory - weights - activations) / (8192 * 327_680)) == 173
     assert batch_in_memory(Setup("llama-3-70b", "l4"), 8192) == 0  # the weights alone do not fit

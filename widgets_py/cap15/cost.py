@@ -1,6 +1,6 @@
 """§7 What it costs: memory needed, throughput, and dollars per million input and output tokens.
 
-Two formulas: memory ≈ weights + KV cache + activations + overhead, and the §1 roofline
+Two formulas: memory ≈ (weights + KV cache + activations) / the engine's share, and the §1 roofline
 step of `serving` on a tensor-parallel group: the GPUs' FLOPs and bandwidths added up, plus
 two all-reduces per block over the GPUs' link (NVLink, PCIe, or the network past one node). A mixture-of-experts model stores all
 its experts; a decode step reads those its batch uses.
@@ -11,6 +11,11 @@ prefill of its prompt (`serving.ttft`) and its share of the decode steps (`servi
 that many tokens of cache, in memory and in the decode step. The request the reader sets
 (`prompt` + `answer`) is one of those conversations, so it should fit in `context`; when it
 does not, a note says so.
+
+Memory follows the one rule of `frontier.cache_memory` (vLLM's): the engine takes a share of
+each GPU's memory, 1 − the reserve the reader sets (10 %: vLLM's `gpu_memory_utilization` of
+0.9), and fits in it the weights, the peak activations of one profiling pass and the caches.
+So the memory needed is (weights + caches + activations) / share, and the reserve is the rest.
 """
 
 from __future__ import annotations
@@ -20,23 +25,16 @@ import math
 import numpy as np
 
 from ..engine import fmt
-from ..models.hardware import GPUS, MODELS, ModelCard, counts
+from ..models.frontier import activation_bytes, batch_in_memory, profile_tokens
+from ..models.hardware import GPUS, MODELS, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
 from ..models.serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_parts, decode_step,
                               format_choices, kv_bytes_per_token, params_read, prefill_parts, ttft)
 from ..engine.svg import Plot, log_ticks
 
-PRESET_CONTEXT, PRESET_GPUS = 8192, 8  # the side-by-side table: 8 k tokens (or the model's limit) on 8 GPUs
+PRESET_CONTEXT, PRESET_GPUS = 8192, 8  # the side-by-side table: 8.192 tokens (or the model's limit) on 8 GPUs
 PRESETS = ("gpt2-xl", "llama-3-70b", "mixtral-8x7b", "deepseek-v3")
-
-
-def activation_bytes(m: ModelCard, context: int) -> float:
-    """Live buffers of one decode step for one sequence: scores, logits, MLP and residual."""
-    scores = m.n_heads * context * 4  # fp32 attention scores of one layer
-    logits = m.vocab * 4  # fp32 logits
-    mlp = 2 * (m.d_ff_dense or m.d_ff) * 2  # gate and up outputs, bf16
-    return scores + logits + mlp + 4 * m.d_model * 2  # + residual, q, k, v in bf16
 
 
 def request_cost(s: Setup, context: int, concurrency: int, prompt: int, answer: int, dollars_per_hour: float) -> dict:
@@ -86,18 +84,18 @@ def request_note(prompt: int, answer: int, context: int) -> str:
 
 
 def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, weight_format: str,
-            kv_format: str, overhead_pct: float, price: float, prompt: int, answer: int) -> dict:
+            kv_format: str, reserve_pct: float, price: float, prompt: int, answer: int) -> dict:
     m, s = MODELS[model], Setup(model, gpu, weight_format, kv_format, n_gpus)
     context, note = clamp_context(m, context)
     c, bpp = counts(m), FORMATS[weight_format].nbytes
     kv_token = kv_bytes_per_token(m, kv_format)  # bytes per token of context
     weights = c.total * bpp  # all experts must be resident
     kv_seq = kv_token * context
-    act_seq = activation_bytes(m, context)
-    oh = overhead_pct / 100
-    base = weights + concurrency * (kv_seq + act_seq)
-    needed = base * (1 + oh)
-    fit = max(0, math.floor((s.memory / (1 + oh) - weights) / (kv_seq + act_seq)))
+    act = activation_bytes(s)  # the profiling pass's peak, whatever the concurrency (frontier.activation_bytes)
+    share = 1 - reserve_pct / 100  # of each GPU's memory, the engine's (vLLM gpu_memory_utilization)
+    base = weights + concurrency * kv_seq + act
+    needed = base / share
+    fit = batch_in_memory(s, context, share)
     read_one, read_batch = params_read(m, 1) * bpp, params_read(m, concurrency) * bpp  # weight bytes per step
     t_one, t_batch = decode_step(s, 1, context), decode_step(s, concurrency, context)
     comm_one, comm_batch = decode_parts(s, 1, context).collectives, decode_parts(s, concurrency, context).collectives
@@ -109,9 +107,9 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
         "memory_needed_gb": needed / 1e9, "memory_gb": s.memory / 1e9, "bandwidth_gbs": s.bandwidth / 1e9,
         "fits": needed <= s.memory, "sequences_fit": fit,
         "weights_gb": weights / 1e9, "kv_gb": concurrency * kv_seq / 1e9, "kv_seq_gb": kv_seq / 1e9,
-        "activations_gb": concurrency * act_seq / 1e9, "overhead_gb": base * oh / 1e9,
+        "activations_gb": act / 1e9, "profile_tokens": profile_tokens(s)[0], "reserve_gb": (needed - base) / 1e9,
         "weights_share": weights / needed, "kv_share": concurrency * kv_seq / needed,
-        "activations_share": concurrency * act_seq / needed, "overhead_share": base * oh / needed,
+        "activations_share": act / needed, "reserve_share": (needed - base) / needed,
         "read_per_token_gb": (read_one + kv_seq) / 1e9, "weights_read_batch_gb": read_batch / 1e9,
         "tps_one": 1 / t_one, "throughput": throughput, "batch_gain": throughput * t_one,
         "ttft_s": ttft(s, context),
@@ -130,7 +128,7 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
 def _presets(p: dict) -> list[tuple[str, dict]]:
     """Each preset at 8 k tokens, or at its own context limit when it has fewer positions."""
     return [(key, serving(key, p["gpu"], PRESET_GPUS, min(PRESET_CONTEXT, MODELS[key].max_context),
-                          p["concurrency"], p["weight_format"], p["kv_format"], p["overhead_pct"], p["price"],
+                          p["concurrency"], p["weight_format"], p["kv_format"], p["reserve_pct"], p["price"],
                           p["prompt"], p["answer"]))
             for key in PRESETS]
 
@@ -138,7 +136,7 @@ def _presets(p: dict) -> list[tuple[str, dict]]:
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     ctx = np.logspace(np.log10(256), np.log10(1 << 20), 60)  # [60] context lengths
     kv = v["kv_seq_gb"] / v["context_used"] * ctx * p["concurrency"]  # [60] GB
-    total = (v["weights_gb"] + kv + v["activations_gb"] / v["context_used"] * ctx) * (1 + p["overhead_pct"] / 100)
+    total = (v["weights_gb"] + kv + v["activations_gb"]) / (1 - p["reserve_pct"] / 100)  # [60] GB
     lo = min(kv.min(), v["weights_gb"]) / 2
     hi = max(total.max(), v["memory_gb"]) * 2
     plot = Plot(height=300).scales((256, 1 << 20), (lo, hi), xlog=True, ylog=True)
@@ -196,8 +194,8 @@ def _alt(v: dict) -> str:
 def _tables(p: dict, v: dict) -> str:
     parts = (("Pesos", "weights", f"{fmt.si(v['params_total'], 2)} × {fmt.number(FORMATS[p['weight_format']].nbytes, 1)} bytes"),
              ("KV-cache", "kv", f"{fmt.tokens(v['context_used'])} tokens × {p['concurrency']} seqüències"),
-             ("Activacions", "activations", "memòria de treball d'un pas de decode"),
-             (f"Sobrecost ({fmt.number(p['overhead_pct'])} %)", "overhead", "fragmentació i entorn d'execució"))
+             ("Activacions", "activations", f"pic d'una passada de {fmt.tokens(v['profile_tokens'])} tokens"),
+             (f"Reserva ({fmt.number(p['reserve_pct'])} %)", "reserve", "la memòria que el motor no pren"))
     rows = "".join(f"<tr><td>{name}</td><td>{fmt.with_unit(v[k + '_gb'], 2, 'GB')}</td>"
                    f"<td>{fmt.percent(v[k + '_share'], 1)}</td><td>{why}</td></tr>" for name, k, why in parts)
     presets = ""
@@ -205,7 +203,7 @@ def _tables(p: dict, v: dict) -> str:
         presets += (f"<tr><td>{MODELS[key].label}</td><td>{fmt.number(r['context_used'])}</td>"
                     f"<td>{fmt.with_unit(r['weights_gb'], 0, 'GB')}</td>"
                     f"<td>{fmt.with_unit(r['kv_seq_gb'], 2, 'GB')}</td>"
-                    f"<td>{r['sequences_fit'] if r['sequences_fit'] else 'no hi cap'}</td>"
+                    f"<td>{fmt.number(r['sequences_fit']) if r['sequences_fit'] else 'no hi cap'}</td>"
                     f"<td>{fmt.number(r['tps_one'], 1)}</td><td>{fmt.number(r['throughput'])}</td>"
                     f"<td>{fmt.with_unit(r['ttft_s'], 2, 's')}</td>"
                     f"<td>{fmt.number(r['dollars_per_m'], 2) if r['fits'] else '—'}</td></tr>")
@@ -244,8 +242,8 @@ PARAMS = (
     Param("concurrency", "int", 32, "Seqüències concurrents", min=1, max=1024, ticks=tuple(1 << k for k in range(11))),
     Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
     Param("kv_format", "choice", "bf16", "Format del KV-cache", choices=format_choices(CACHE_FORMATS)),
-    Param("overhead_pct", "int", 15, "Sobrecost de memòria", min=0, max=50, step=1, unit="%",
-          help="Fragmentació, memòria intermèdia de l'entorn d'execució, grafs de CUDA: el text en diu un 10-20 %."),
+    Param("reserve_pct", "int", 10, "Reserva de memòria", min=0, max=50, step=1, unit="%",
+          help="La part de cada GPU que el motor deixa lliure; vLLM en pren el 90 % (gpu_memory_utilization)."),
     Param("price", "float", 3.0, "Preu per GPU i hora", min=0.25, max=12.0, step=0.25, unit="dòlars"),
     Param("prompt", "int", 7000, "Prompt d'una petició", min=100, max=100_000, unit="tokens",
           ticks=(100, 200, 300, 500, 700, 1000, 2000, 3000, 5000, 7000, 10_000, 20_000, 30_000, 50_000, 70_000, 100_000),
@@ -281,7 +279,8 @@ OUTPUTS = (
     Output("kv_gb", "KV-cache", "GB", 1, panel=False),
     Output("kv_seq_gb", "cache per seqüència", "GB", 2, panel=False),
     Output("activations_gb", "activacions", "GB", 2, panel=False),
-    Output("overhead_gb", "sobrecost", "GB", 1, panel=False),
+    Output("reserve_gb", "reserva de memòria", "GB", 1, panel=False),
+    Output("profile_tokens", "tokens de la passada que fixa les activacions", "tokens", panel=False),
     Output("read_per_token_gb", "bytes llegits per token", "GB", 2, panel=False),
     Output("weights_read_batch_gb", "pesos llegits per pas, amb la concurrència", "GB", 1, panel=False),
     Output("context_used", "context calculat", "tokens", panel=False),

@@ -10,6 +10,7 @@ formats speed up what: weight-only INT4 (W4A16) the memory-bound decode only, W8
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -17,7 +18,8 @@ from ..engine import fmt
 from ..engine.params import Output, Param
 from ..engine.svg import Plot, log_ticks
 from ..engine.widget import Widget
-from ..models.frontier import batch_in_memory, best_under, critical_batch, critical_values, frontier
+from ..models.frontier import (batch_in_memory, best_under, critical_batch, critical_sentence, critical_values,
+                               frontier)
 from ..models.hardware import GPUS, MODELS
 from ..models.serving import CACHE_FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, format_choices, ttft
 
@@ -60,6 +62,7 @@ def frontier_widget(model: str, gpu: str, n_gpus: int, context: int, weight_form
         "max_per_gpu_cache": float(per_gpu[batches <= max(fit, 1)].max()),
         **critical_values(critical_batch(s), "critical_batch"),
         **critical_values(critical_batch(s, context), "critical_batch_cache"),
+        "critical_batch_cache_sentence": critical_sentence(critical_batch(s, context)),
         "scheme": SCHEMES[weight_format][1],
         "int4_decode_gain": rows["bf16"]["tpot_1_ms"] / rows["int4"]["tpot_1_ms"],
         "int4_prefill_gain": rows["bf16"]["ttft_s"] / rows["int4"]["ttft_s"],
@@ -105,8 +108,9 @@ def _figure(p: dict, state: dict) -> tuple[str, str]:
         plot.text(plot.x(v["best_tpot_ms"]) - 8, plot.y(v["best_per_gpu"]) - 10,
                   f"lot de {v['best_batch']}: {fmt.number(v['best_per_gpu'])} tok/s per GPU", "end", "tw-note tw-s3")
     alt = (f"Amb una seqüència, {fmt.with_unit(v['tpot_1_ms'], 1, 'ms')} per token i {fmt.number(v['per_gpu_1'], 1)} tok/s "
-           f"per GPU. Sense el cache, el pas passa a dependre del càlcul al lot {v['critical_batch_text']}; amb el cache de "
-           f"{fmt.tokens(v['context_used'])} tokens, el lot crític és: {v['critical_batch_cache_text']}. Hi caben "
+           f"per GPU. Sense el cache, {critical_sentence(v['critical_batch'] if v['critical_batch_exists'] else math.inf)}; "
+           f"amb el cache de "
+           f"{fmt.tokens(v['context_used'])} tokens, {v['critical_batch_cache_sentence']}. Hi caben "
            f"{fmt.number(v['fit_batch'])} seqüències. ")
     alt += (f"Amb l'objectiu de {fmt.with_unit(p['tpot_target_ms'], 0, 'ms')}, el millor lot és {v['best_batch']}, amb "
             f"{fmt.number(v['best_per_gpu'])} tok/s per GPU." if v["meets_target"] else
@@ -155,6 +159,7 @@ OUTPUTS = (
     Output("critical_batch_cache", "lot crític amb el cache (0: cap)", panel=False),
     Output("critical_batch_cache_exists", "hi ha lot crític amb el cache?", style="bool", panel=False),
     Output("critical_batch_cache_text", "lot crític, amb el cache", style="text"),
+    Output("critical_batch_cache_sentence", "lot crític amb el cache, en una frase", style="text", panel=False),
     Output("scheme", "esquema", style="text", panel=False),
     Output("int4_decode_gain", "INT4 (W4A16): guany en decode", "×", 2, panel=False),
     Output("int4_prefill_gain", "INT4 (W4A16): guany en prefill", "×", 2, panel=False),

@@ -99,7 +99,8 @@ def _tables(p: dict, v: dict) -> str:
 PARAMS = (
     Param("model", "choice", "llama-3-70b", "Model", choices=tuple((k, m.label) for k, m in MODELS.items())),
     Param("gpu", "choice", "h100-80gb", "GPU", choices=tuple((k, g.label) for k, g in GPUS.items()),
-          help="Cada GPU porta el seu enllaç: NVLink a les SXM, PCIe a les targetes."),
+          help="Cada GPU porta el seu enllaç: NVLink a les SXM d'NVIDIA, Infinity Fabric a la MI300X i PCIe a "
+               "les targetes PCIe (sense pont NVLink)."),
     Param("batch", "int", 1, "Seqüències al lot", min=1, max=256, ticks=tuple(2**k for k in range(9))),
     Param("context", "int", 8192, "Context per seqüència", min=256, max=131072,
           ticks=tuple(2**k for k in range(8, 18)), unit="tokens"),

@@ -46,7 +46,8 @@ def percent(fraction: float, decimals: int = 0) -> str:
 
 
 def tokens(n: float) -> str:
-    """Context sizes as the chapter writes them: `8192` -> `8 k`, `512` -> `512`."""
-    if n >= 1024 and n % 1024 == 0:
-        return f"{number(n / 1024, 0)} k"
+    """Token counts as the chapter writes them, in full with a thousands point: `8192` -> `8.192`.
+
+    Never `8 k`: in this book k is the SI prefix, 1 000 (`si` prints `13,5 k` for 13 457), and a
+    context of 8 192 tokens written `8 k` would mean 1 024 in the same paragraph."""
     return number(n, 0)

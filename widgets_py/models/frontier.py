@@ -10,8 +10,11 @@ Everything here is `serving`'s physics read along the batch axis; nothing new is
   with the context, and past some context there is none: decode stays memory-bound at any batch.
 - The frontier (the scaling book's "Pareto frontier" figure, from the ESTI paper): as the batch
   grows, each step gets slower (TPOT) and the group emits more tokens per second per GPU.
-- Memory bounds the batch first when caches are long: the sequences whose cache fits beside
-  the weights in the share of memory an engine takes (vLLM's `gpu_memory_utilization`, 0.9).
+- Memory bounds the batch first when caches are long. The one rule for what fits, as vLLM sizes
+  its cache (`gpu_worker.determine_available_memory`): the engine takes a share of each GPU's
+  memory (`gpu_memory_utilization`, 0.9 by default); out of it come the weights and the peak
+  activations of one profiling pass of `max_num_batched_tokens` tokens; the rest is KV cache.
+  The cost widget and this module both call `cache_memory`.
 """
 
 from __future__ import annotations
@@ -56,21 +59,54 @@ def critical_batch(s: Setup, context: int = 0) -> float:
     return hi
 
 
-def cache_memory(s: Setup) -> float:
-    """Bytes left for the KV cache: the engine's share of memory minus every weight (negative: they do not fit)."""
-    return MEMORY_SHARE * s.memory - counts(s.m).total * FORMATS[s.weights].nbytes
+def profile_tokens(s: Setup) -> tuple[int, int]:
+    """(tokens, sequences) of the pass vLLM profiles: its default budget per iteration for an API
+    server (`max_num_batched_tokens`) and its default `max_num_seqs`, 8 192 and 1 024 on GPUs of
+    70 GiB or more other than the A100, 2 048 and 256 on the rest (vLLM EngineArgs.get_batch_defaults)."""
+    big = s.g.memory >= 70 * (1 << 30) and not s.gpu.startswith("a100")
+    return (8192, 1024) if big else (2048, 256)
+
+
+def activation_bytes(s: Setup) -> float:
+    """Peak activations of the profiling pass over the whole group, bytes: our estimate.
+
+    Per GPU, the widest point of a block: the residual stream and its normed copy ([T, d] each,
+    whole on every GPU of the group) beside the MLP's gate, up and their product ([T, f/n] each,
+    split n ways; f the MLP width a token uses: its experts' together in a MoE); and the fp32
+    logits of the sequences sampled at the end of the pass, over the whole vocabulary. Left out:
+    attention's buffers (FlashAttention keeps no L×L scores), kernel workspaces, CUDA graphs and
+    NCCL buffers, which vLLM also counts: this errs low, towards more cache.
+    """
+    m, n = s.m, s.n_gpus
+    tokens, seqs = profile_tokens(s)
+    f = max(m.d_ff_dense, (m.n_active_experts + m.n_shared_experts) * m.d_ff) if m.n_experts else m.d_ff
+    per_gpu = tokens * (2 * m.d_model + 3 * f / n) * 2 + min(tokens, seqs) * m.vocab * 4
+    return n * per_gpu
+
+
+def cache_memory(s: Setup, share: float = MEMORY_SHARE) -> float:
+    """Bytes left for the KV cache: the engine's share of memory minus every weight and the peak
+    activations (negative: they do not fit)."""
+    return share * s.memory - counts(s.m).total * FORMATS[s.weights].nbytes - activation_bytes(s)
 
 
 def critical_values(b: float, key: str) -> dict:
     """A critical batch as a widget's outputs: the number (0 when there is none) and a Catalan text."""
     finite = math.isfinite(b)
-    text = fmt.number(b) if finite else "cap: el pas espera la memòria amb qualsevol lot"
+    text = fmt.number(b) if finite else "cap (el pas espera la memòria amb qualsevol lot)"
     return {key: b if finite else 0, f"{key}_exists": finite, f"{key}_text": text}
 
 
-def batch_in_memory(s: Setup, context: int) -> int:
-    """Sequences of `context` tokens whose cache fits beside all the weights (0: the weights do not fit)."""
-    free = cache_memory(s)
+def critical_sentence(b: float) -> str:
+    """A critical batch as a clause the prose can end a sentence with, whether there is one or not."""
+    if math.isfinite(b):
+        return f"el lot crític és de {fmt.number(b)} seqüències"
+    return "no hi ha lot crític: el pas espera la memòria amb qualsevol lot"
+
+
+def batch_in_memory(s: Setup, context: int, share: float = MEMORY_SHARE) -> int:
+    """Sequences of `context` tokens whose cache fits beside the weights and activations (0: those do not fit)."""
+    free = cache_memory(s, share)
     per_seq = max(context, 1) * kv_bytes_per_token(s.m, s.cache)
     return max(0, math.floor(free / per_seq))
 

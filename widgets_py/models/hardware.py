@@ -144,32 +144,49 @@ PCIE4 = Link("PCIe 4.0 ×16", 25e9, 20e-6, 8, "80 % of PCIe 4.0 ×16's 32 GB/s o
 NETWORK = Link("InfiniBand NDR 400 Gb/s", 40e9, 30e-6, 1 << 30, "80 % of 400 Gb/s = 50 GB/s per GPU, one NIC each")
 
 
+MiB, GiB = 1 << 20, 1 << 30
+
+
 @dataclass(frozen=True)
 class GPU:
     key: str  # preset id
-    label: str  # name shown to the reader
+    label: str  # name shown to the reader: the vendor's, with its "80 GB" (which is 80 GiB of HBM)
     flops_bf16: float  # dense BF16 tensor-core peak, FLOP/s (datasheet, without sparsity)
-    bandwidth: float  # HBM/GDDR bandwidth, bytes/s (datasheet)
-    memory: float  # device memory, bytes (datasheet, decimal GB)
-    source: str  # which datasheet
+    bandwidth: float  # HBM/GDDR bandwidth, bytes/s, decimal as the datasheets give it (3,35 TB/s = 3.35e12)
+    memory: float  # device memory a program sees, bytes: the total the driver reports (nvidia-smi, rocm-smi)
+    source: str  # which datasheet, and where the driver's total was read
     flops_fp8: float = 0.0  # dense FP8 tensor-core peak, FLOP/s (0: no FP8 units, FP8 weights compute in bf16)
     flops_int8: float = 0.0  # dense INT8 tensor-core peak, OP/s (0: INT8 weights compute in bf16)
     link: Link | None = None  # what joins it to the other GPUs of its node (None: communication not modelled)
 
 
+# Memory in the units the vendors sell it. A datasheet's "80 GB" of HBM is 80 GiB (85,9 GB decimal);
+# the driver keeps a few hundred MiB of it and reports the rest as the device's total: 81 559 MiB on
+# an H100 80 GB (nvidia-smi in NVIDIA/nccl#1264; modal-labs/modal-client#2797 lists H100 81 559 MiB,
+# A100 80 GB 81 920 MiB, L4 23 034 MiB), 143 771 MiB on an H200 (sgl-project/sglang#3196), and
+# 206 141 652 992 bytes, 192 GiB less 16 MiB, on an MI300X (rocm-smi in ROCm/legacy-rocm-build#4750;
+# ROCm's GPU specifications table gives its VRAM as 192 GiB). H100 PCIe listings of nvidia-smi show
+# the SXM's 81 559 MiB. The L4's 24 GB of GDDR6 are 24 GiB, and with ECC on GDDR gives up 6,25 % of
+# them to the check bits (CUDA C++ Best Practices Guide, "ECC"): 24 GiB × 15/16 = 23 040 MiB, the
+# 23 034 the driver shows. What one process can then allocate is a little less again; an engine's
+# own reserve (frontier.MEMORY_SHARE) is where that goes.
 GPUS: dict[str, GPU] = {
     g.key: g
     for g in (
-        GPU("h100-80gb", "H100 SXM 80 GB", 990e12, 3350e9, 80e9, "NVIDIA H100 SXM5 datasheet: 1,979 TFLOP/s bf16 "
-            "and 3,958 FP8/INT8 with sparsity", 1979e12, 1979e12, NVLINK4),
-        GPU("h100-pcie", "H100 PCIe 80 GB", 756e12, 2000e9, 80e9, "NVIDIA H100 PCIe datasheet: 1,513 TFLOP/s bf16 "
-            "and 3,026 FP8/INT8 with sparsity, 2.0 TB/s", 1513e12, 1513e12, PCIE5),
-        GPU("h200", "H200 141 GB", 990e12, 4800e9, 141e9, "NVIDIA H200 SXM datasheet", 1979e12, 1979e12, NVLINK4),
-        GPU("a100-80gb", "A100 SXM 80 GB", 312e12, 2039e9, 80e9, "NVIDIA A100 SXM4 80 GB datasheet: "
-            "624 INT8 TOPS dense, no FP8", 0.0, 624e12, NVLINK3),
-        GPU("l4", "L4 24 GB", 121e12, 300e9, 24e9, "NVIDIA L4 datasheet: 485 FP8/INT8 TFLOP/s with sparsity",
-            242.5e12, 242.5e12, PCIE4),
-        GPU("mi300x", "MI300X 192 GB", 1307e12, 5300e9, 192e9, "AMD Instinct MI300X datasheet: 2,615 FP8/INT8 "
-            "TFLOP/s dense", 2615e12, 2615e12, INFINITY_FABRIC),
+        GPU("h100-80gb", "H100 SXM 80 GB", 990e12, 3350e9, 81559 * MiB, "NVIDIA H100 SXM5 datasheet: 1,979 TFLOP/s "
+            "bf16 and 3,958 FP8/INT8 with sparsity, 3.35 TB/s, 80 GB (GiB) of HBM3; nvidia-smi: 81,559 MiB",
+            1979e12, 1979e12, NVLINK4),
+        GPU("h100-pcie", "H100 PCIe 80 GB", 756e12, 2000e9, 81559 * MiB, "NVIDIA H100 PCIe datasheet: 1,513 TFLOP/s "
+            "bf16 and 3,026 FP8/INT8 with sparsity, 2.0 TB/s, 80 GB (GiB) of HBM2e; nvidia-smi: 81,559 MiB, as the SXM",
+            1513e12, 1513e12, PCIE5),
+        GPU("h200", "H200 141 GB", 990e12, 4800e9, 143771 * MiB, "NVIDIA H200 SXM datasheet: 4.8 TB/s, 141 GB (GiB) "
+            "of HBM3e; nvidia-smi: 143,771 MiB", 1979e12, 1979e12, NVLINK4),
+        GPU("a100-80gb", "A100 SXM 80 GB", 312e12, 2039e9, 81920 * MiB, "NVIDIA A100 SXM4 80 GB datasheet: "
+            "624 INT8 TOPS dense, no FP8, 2,039 GB/s, 80 GB (GiB) of HBM2e; nvidia-smi: 81,920 MiB", 0.0, 624e12, NVLINK3),
+        GPU("l4", "L4 24 GB", 121e12, 300e9, 23034 * MiB, "NVIDIA L4 datasheet: 485 FP8/INT8 TFLOP/s with sparsity, "
+            "300 GB/s, 24 GB (GiB) of GDDR6; nvidia-smi with ECC on: 23,034 MiB", 242.5e12, 242.5e12, PCIE4),
+        GPU("mi300x", "MI300X 192 GB", 1307e12, 5300e9, 206_141_652_992, "AMD Instinct MI300X datasheet: 2,615 "
+            "FP8/INT8 TFLOP/s dense, 5.3 TB/s, 192 GB (GiB) of HBM3; rocm-smi: 206,141,652,992 bytes", 2615e12, 2615e12,
+            INFINITY_FABRIC),
     )
 }
