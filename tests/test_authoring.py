@@ -40,6 +40,18 @@ def test_a_value_that_binds_to_nothing_names_the_line_and_what_to_write():
     assert "'segon'" in message and "roofline" in message and "ID.VALOR" in message
 
 
+def test_a_value_without_parameters_of_a_widget_not_on_the_page_says_it_would_be_fixed():
+    """Before issue 42, deleting a page's md:widget kept its md:value, silently turned into a
+    number fixed at the widget's defaults; written with its parameters, it is fixed on purpose."""
+    with pytest.raises(PluginError) as caught:
+        markdown("# Prova\n\nEl sostre és <!-- md:value roofline.decode_tps -->.\n")
+    message = str(caught.value)
+    assert message.startswith("docs/cap15/prova.md:3:"), message
+    assert "no és en aquesta pàgina" in message and "<!-- md:widget roofline -->" in message, message
+    assert "<!-- md:value roofline.decode_tps model=" in message, message
+    assert 'data-live="roofline.decode_tps"' not in markdown("Fix: <!-- md:value roofline.decode_tps batch=1 -->.\n")
+
+
 def _python(tmp_path, code: str, *more) -> subprocess.CompletedProcess:
     """`code` in a fresh interpreter run from the repository's root, with `tmp_path` (and
     `more`) as folders of the widgets_py package (a contributor's chapter, as conftest adds cap99)."""
