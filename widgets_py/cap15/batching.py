@@ -258,7 +258,7 @@ PARAMS = (
           ticks=(64, 128, 256, 512, 1024, 2048, 4096)),
     Param("long_pct", "int", 20, "Peticions amb prompt llarg", min=0, max=50, step=5, unit="%",
           help="Només a l'experiment del chunked prefill, amb arribades seguides."),
-    Param("kv_memory", "choice", "all", "Memòria per al KV-cache", choices=KV_MEMORY,
+    Param("kv_memory", "choice", "all", "Memòria per al cache", choices=KV_MEMORY,
           help="Es reparteix en pàgines de 16 tokens; si el lot en demana més, el planificador n'expulsa una petició."),
     Param("seed", "int", 10, "Llavor", min=0, max=999),
 )

@@ -194,7 +194,7 @@ def _tables(p: dict, v: dict) -> str:
 
 PARAMS = (
     Param("repeats", "int", 5, "Repeticions de cada mesura", min=1, max=15,
-          help="Es queda la més ràpida: la que la màquina ha molestat menys."),
+          help="Es queda la més ràpida: la que menys han destorbat les altres tasques de la màquina."),
     Param("seed", "int", 0, "Llavor dels tokens", min=0, max=999),
 )
 

@@ -137,7 +137,7 @@ PARAMS = (
     Param("context", "int", 8192, "Context per seqüència", min=256, max=131072,
           ticks=tuple(2**k for k in range(8, 18)), unit="tokens"),
     Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
-    Param("kv_format", "choice", "bf16", "Format del KV-cache", choices=format_choices(CACHE_FORMATS)),
+    Param("kv_format", "choice", "bf16", "Format del cache", choices=format_choices(CACHE_FORMATS)),
     Param("tpot_target_ms", "int", 30, "Objectiu de TPOT", min=5, max=200, ticks=(5, 10, 20, 30, 50, 75, 100, 150, 200),
           unit="ms", help="El temps màxim entre dos tokens d'una mateixa resposta que s'accepta."),
 )

@@ -97,7 +97,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
         used_sum, res_sum = int(lengths.sum()), int(sum(reserve))
         counts = "" if plot.layout.compact else f" · {fmt.si(used_sum, 1)} de {fmt.si(res_sum, 1)} tokens"  # a phone: the panel has them
         plot.text(12, y - 8, f"{title.split(':')[0] if plot.layout.compact else title}{counts} · "
-                  f"{fmt.percent(1 - used_sum / res_sum)} malbaratat", "start", "tw-note")
+                  f"{fmt.percent(1 - used_sum / res_sum, 1)} malbaratat", "start", "tw-note")
         x = 0
         for n, r in zip(lengths, reserve):  # each sequence: what it reserved, and over it what it used
             plot.span(x, x + r, y, 26, "tw-slot-empty", inset=1).span(x, x + n, y, 26, "tw-slot-used", inset=1)

@@ -242,8 +242,10 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
                                lambda: _drawing(p["outliers"], p["group"], p["outlier_handling"]))
     alt = (f"Una columna de pesos de la primera capa, {shown} entrades seguides, amb valors atípics de "
            f"{fmt.number(p['outliers'])}× (en un altre color, a la vora). A INT4 arrodoneixen a zero "
-           f"el {fmt.percent(zeroed[1])} dels pesos normals amb una escala per tensor i el {fmt.percent(zeroed[2])} "
-           f"amb una per grup" + (f", i el {fmt.percent(zeroed[3])} amb {HANDLING[p['outlier_handling']]}" if len(zeroed) > 3 else "")
+           + (f"el {fmt.percent(zeroed[1])} dels pesos normals tant amb una escala per tensor com amb una per grup"
+              if fmt.percent(zeroed[1]) == fmt.percent(zeroed[2]) else
+              f"el {fmt.percent(zeroed[1])} dels pesos normals amb una escala per tensor i el {fmt.percent(zeroed[2])} "
+              f"amb una per grup") + (f", i el {fmt.percent(zeroed[3])} amb {HANDLING[p['outlier_handling']]}" if len(zeroed) > 3 else "")
            + (f". Pèrdua a INT4: {fmt.number(v['loss_int4'], 3)} nats, davant dels {fmt.number(v['loss_original'], 3)} de l'original."
               if "loss_int4" in v else ". La pèrdua a INT4 encara s'està mesurant."))
     return plot.render("Un valor atípic estira la graella del seu grup", alt), alt

@@ -145,7 +145,7 @@ def _tables(p: dict, v: dict) -> str:
         (f"Decode, lot de {p['batch']}", v["batch_intensity"], fmt.with_unit(v["batch_tps"], 0, "tok/s")),
     )
     body = "".join(
-        f"<tr><td>{name}</td><td>{fmt.number(x, 2 if x < 10 else 0)}</td>"
+        f"<tr><td>{name}</td><td>{fmt.number(x, 2 if x < 10 else 1 if x < 100 else 0)}</td>"
         f"<td>{'càlcul' if x >= v['gpu_intensity'] else 'memòria'}</td><td>{t}</td></tr>"
         for name, x, t in rows
     )
