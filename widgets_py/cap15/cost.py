@@ -141,7 +141,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     hi = max(total.max(), v["memory_gb"]) * 2
     plot = Plot(height=300).scales((256, 1 << 20), (lo, hi), xlog=True, ylog=True)
     plot.axes([256, 1024, 4096, 16384, 65536, 262144, 1 << 20], log_ticks(lo, hi),
-              "context per seqüència (tokens, escala log)", "GB (escala log)",
+              "context per seqüència (tokens, escala logarítmica)", "GB (escala logarítmica)",
               fmt=lambda t: fmt.tokens(t) if t >= 256 else fmt.number(t, 2 if t < 1 else 0))
     plot.line([256, 1 << 20], [v["weights_gb"]] * 2, "tw-s2")
     plot.line(ctx, kv, "tw-s1")
@@ -303,7 +303,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="cost",
-    title="La calculadora del que costa",
+    title="El que costa servir un model",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=serving,

@@ -37,7 +37,7 @@ CALIB_TOKENS = 2048  # held-out characters whose activations SmoothQuant measure
 INT8_THRESHOLD = 6.0  # LLM.int8 flags an input channel whose activation magnitude reaches 6.0, an
 # absolute threshold (Dettmers et al. 2022, §3.2); our adaptation to weight rows: absmax 6× the median row's
 ALPHA = 0.5  # SmoothQuant migration strength (the paper's default)
-LABELS = {"bf16": "BF16", "fp8": "FP8 (E4M3)", "int8": "INT8", "int4": "INT4", "nf4": "NF4"}
+LABELS = {"bf16": "BF16", "fp8": "FP8 (e4m3)", "int8": "INT8", "int4": "INT4", "nf4": "NF4"}
 HANDLING = {"none": "cap", "llmint8": "canals en 16 bits (LLM.int8)", "smoothquant": "migració (SmoothQuant)"}
 
 
@@ -265,8 +265,8 @@ def _tables(p: dict, v: dict) -> str:
 
 
 PARAMS = (
-    Param("granularity", "choice", "group", "Gra de l'escala",
-          choices=(("tensor", "una escala per tensor"), ("group", "una escala per grup")),
+    Param("granularity", "choice", "group", "Granularitat de l'escala",
+          choices=(("tensor", "una escala per a tota la matriu (per tensor)"), ("group", "una escala per grup")),
           help="Només importa amb formats amb escala (FP8, INT8, INT4, NF4)."),
     Param("group", "int", 64, "Mida del grup", min=8, max=128, ticks=(8, 16, 32, 64, 128), unit="pesos",
           help="Pesos seguits d'una mateixa sortida, al llarg de l'entrada, que comparteixen escala."),

@@ -200,7 +200,7 @@ def shown(run: dict) -> dict:
 # "corrected": the target's token where it rejected a proposal; with the exact coupling its own
 # inverse-CDF choice for the same u, with rejection sampling a draw from the residual (p - q)+
 MARKS = {"accepted": ("tw-s3", "acceptat"), "rejected": ("tw-cut", "rebutjat"),
-         "corrected": ("tw-s1", "posat pel gran"), "bonus": ("tw-s2", "de regal, de la passada")}
+         "corrected": ("tw-s1", "posat pel gran"), "bonus": ("tw-s2", "de regal (la mateixa passada del gran)")}
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
@@ -226,7 +226,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     else:
         alt = (f"{fmt.number(v['target_passes'])} passades del model gran per a {p['tokens']} tokens "
                f"({fmt.number(v['tokens_per_pass'], 2)} per passada); taxa d'acceptació {fmt.percent(v['acceptance'])}; "
-               f"seqüència {'idèntica' if v['identical'] else 'diferent'} de la del gran sol.")
+               f"seqüència {'idèntica a' if v['identical'] else 'diferent de'} la del gran sol.")
     return plot.render("Cada ronda: les propostes acceptades i rebutjades, i el token que hi posa el gran", alt), alt
 
 
