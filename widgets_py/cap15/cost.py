@@ -159,7 +159,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     plot.dot(v["context_used"], v["memory_needed_gb"], "tw-s3")
     memory_svg = plot.render("La memòria que demana cada longitud de context",
                              f"Pesos {fmt.number(v['weights_gb'], 1)} GB; el cache de {p['concurrency']} seqüències "
-                             f"els iguala a {fmt.si(v['crossover_batch'], 1)} tokens de context; el model admet "
+                             f"els iguala a {fmt.tokens(v['crossover_batch'])} tokens de context; el model admet "
                              f"fins a {fmt.tokens(limit)} tokens.")
     return memory_svg + _presets_svg(p), _alt(v)
 

@@ -284,7 +284,7 @@ OUTPUTS = (
     Output("memory_int4", "memòria a INT4, respecte de BF16", decimals=1, style="pct"),
     Output("bits_int4", "bits per pes a INT4", "bits", 2),
     Output("kept_channels", "canals en 16 bits", decimals=0),
-    Output("outlier_ratio", "valors atípics, respecte dels normals", "×", 1),
+    Output("outlier_ratio", "pes més gran, respecte del més gran dels normals", "×", 1),
     Output("loss_int8", "pèrdua a INT8", "nats", 3, panel=False),
     Output("degradation_int8", "degradació a INT8", "nats", 3, panel=False),
     Output("degradation_bf16", "degradació a BF16", "nats", 4, panel=False),
