@@ -201,7 +201,7 @@ def _figure(p: dict, state: State) -> tuple[str, str]:
                                p["kv_memory"], p["seed"]), lambda: _grid(p, state))
     top = max(4.5, max(gains, default=0) * 1.1)
     plot = Plot(height=240).scales((1, 64), (0, top), xlog=True)
-    plot.axes(SLOT_SWEEP, [t for t in range(0, int(top) + 1)], "ranures del lot (escala log)", "guany (×)",
+    plot.axes(SLOT_SWEEP, [t for t in range(0, int(top) + 1)], "ranures del lot (escala logarítmica)", "guany (×)",
               fmt=lambda t: fmt.number(t))
     if len(gains) > 1:
         plot.line(SLOT_SWEEP[:len(gains)], gains, "tw-s1")

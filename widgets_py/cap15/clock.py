@@ -151,7 +151,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     lo, hi = (min(per_token + decode) / 2, max(whole) * 2) if lengths else (1.0, 1e5)
     plot = Plot(height=300, right=120).scales((12, 700), (lo, hi), xlog=True, ylog=True)
     ticks = [10.0 ** k for k in range(int(np.floor(np.log10(lo))) + 1, int(np.ceil(np.log10(hi))))]
-    plot.axes(LENGTHS, ticks, "context L (tokens, escala log)", "µs (escala log)", fmt=lambda t: fmt.number(t))
+    plot.axes(LENGTHS, ticks, "context L (tokens, escala logarítmica)", "µs (escala logarítmica)", fmt=lambda t: fmt.number(t))
     for ys, cls, label, dash in ((whole, "tw-s1", "prefill sencer", False),
                                  (per_token, "tw-s2", "prefill, per token", False),
                                  (decode, "tw-s3", "un pas de decode", True)):

@@ -141,7 +141,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     hi = max(total.max(), v["memory_gb"]) * 2
     plot = Plot(height=300).scales((256, 1 << 20), (lo, hi), xlog=True, ylog=True)
     plot.axes([256, 1024, 4096, 16384, 65536, 262144, 1 << 20], log_ticks(lo, hi),
-              "context per seqüència (tokens, escala log)", "GB (escala log)",
+              "context per seqüència (tokens, escala logarítmica)", "GB (escala logarítmica)",
               fmt=lambda t: fmt.tokens(t) if t >= 256 else fmt.number(t, 2 if t < 1 else 0))
     plot.line([256, 1 << 20], [v["weights_gb"]] * 2, "tw-s2")
     plot.line(ctx, kv, "tw-s1")
@@ -159,7 +159,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     plot.dot(v["context_used"], v["memory_needed_gb"], "tw-s3")
     memory_svg = plot.render("La memòria que demana cada longitud de context",
                              f"Pesos {fmt.number(v['weights_gb'], 1)} GB; el cache de {p['concurrency']} seqüències "
-                             f"els iguala a {fmt.si(v['crossover_batch'], 1)} tokens de context; el model admet "
+                             f"els iguala a {fmt.tokens(v['crossover_batch'])} tokens de context; el model admet "
                              f"fins a {fmt.tokens(limit)} tokens.")
     return memory_svg + _presets_svg(p), _alt(v)
 
@@ -303,7 +303,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="cost",
-    title="La calculadora del que costa",
+    title="El que costa servir un model",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=serving,

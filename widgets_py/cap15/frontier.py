@@ -83,7 +83,7 @@ def _figure(p: dict, state: dict) -> tuple[str, str]:
     xs = (min(tpot0.min(), tpot.min()) * 0.8, max(tpot.max(), p["tpot_target_ms"]) * 1.25)
     ys = (min(per_gpu.min(), per_gpu0.min()) * 0.7, max(per_gpu.max(), per_gpu0.max()) * 1.6)
     plot = Plot(height=340).scales(xs, ys, xlog=True, ylog=True)
-    plot.axes(log_ticks(*xs), log_ticks(*ys), "TPOT, ms (escala log)", "tok/s per GPU (escala log)",
+    plot.axes(log_ticks(*xs), log_ticks(*ys), "TPOT, ms (escala logarítmica)", "tok/s per GPU (escala logarítmica)",
               fmt=lambda t: fmt.number(t, 1 if t < 1 else 0))
     inside = batches <= max(v["fit_batch"], 1)  # [k] the batches whose caches fit
     plot.line(tpot0, per_gpu0, "tw-s2", dash=True)

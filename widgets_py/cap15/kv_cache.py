@@ -95,7 +95,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
             (f"Paginat: pàgines de {page} tokens, a mesura que calen", list(-(-lengths // page) * page), 115))
     for title, reserve, y in rows:
         used_sum, res_sum = int(lengths.sum()), int(sum(reserve))
-        counts = "" if plot.layout.compact else f" · {fmt.si(used_sum, 1)} de {fmt.si(res_sum, 1)} tokens"  # a phone: the panel has them
+        counts = "" if plot.layout.compact else f" · {fmt.tokens(used_sum)} de {fmt.tokens(res_sum)} tokens"  # a phone: the panel has them
         plot.text(12, y - 8, f"{title.split(':')[0] if plot.layout.compact else title}{counts} · "
                   f"{fmt.percent(1 - used_sum / res_sum, 1)} malbaratat", "start", "tw-note")
         x = 0
@@ -115,7 +115,7 @@ def _tables(p: dict, v: dict) -> str:
         (f"Paginat ({p['page_tokens']} tokens per pàgina)", "paged"),
     )
     rows = "".join(
-        f"<tr><td>{name}</td><td>{fmt.si(v['reserved_' + k], 1)}</td><td>{fmt.si(v['used_' + k], 1)}</td>"
+        f"<tr><td>{name}</td><td>{fmt.tokens(v['reserved_' + k])}</td><td>{fmt.tokens(v['used_' + k])}</td>"
         f"<td>{fmt.percent(v['waste_' + k], 0 if k == 'contiguous' else 1)}</td>"
         f"<td>{fmt.number(v['blocks_' + k])}</td><td>{v['fit_' + k]}</td></tr>"
         for name, k in methods

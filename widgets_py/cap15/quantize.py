@@ -37,7 +37,7 @@ CALIB_TOKENS = 2048  # held-out characters whose activations SmoothQuant measure
 INT8_THRESHOLD = 6.0  # LLM.int8 flags an input channel whose activation magnitude reaches 6.0, an
 # absolute threshold (Dettmers et al. 2022, §3.2); our adaptation to weight rows: absmax 6× the median row's
 ALPHA = 0.5  # SmoothQuant migration strength (the paper's default)
-LABELS = {"bf16": "BF16", "fp8": "FP8 (E4M3)", "int8": "INT8", "int4": "INT4", "nf4": "NF4"}
+LABELS = {"bf16": "BF16", "fp8": "FP8 (e4m3)", "int8": "INT8", "int4": "INT4", "nf4": "NF4"}
 HANDLING = {"none": "cap", "llmint8": "canals en 16 bits (LLM.int8)", "smoothquant": "migració (SmoothQuant)"}
 
 
@@ -267,8 +267,8 @@ def _tables(p: dict, v: dict) -> str:
 
 
 PARAMS = (
-    Param("granularity", "choice", "group", "Gra de l'escala",
-          choices=(("tensor", "una escala per tensor"), ("group", "una escala per grup")),
+    Param("granularity", "choice", "group", "Granularitat de l'escala",
+          choices=(("tensor", "una escala per a tota la matriu (per tensor)"), ("group", "una escala per grup")),
           help="Només importa amb formats amb escala (FP8, INT8, INT4, NF4)."),
     Param("group", "int", 64, "Mida del grup", min=8, max=128, ticks=(8, 16, 32, 64, 128), unit="pesos",
           help="Pesos seguits d'una mateixa sortida, al llarg de l'entrada, que comparteixen escala."),
@@ -286,7 +286,7 @@ OUTPUTS = (
     Output("memory_int4", "memòria a INT4, respecte de BF16", decimals=1, style="pct"),
     Output("bits_int4", "bits per pes a INT4", "bits", 2),
     Output("kept_channels", "canals en 16 bits", decimals=0),
-    Output("outlier_ratio", "valors atípics, respecte dels normals", "×", 1),
+    Output("outlier_ratio", "pes més gran, respecte del més gran dels normals", "×", 1),
     Output("loss_int8", "pèrdua a INT8", "nats", 3, panel=False),
     Output("degradation_int8", "degradació a INT8", "nats", 3, panel=False),
     Output("degradation_bf16", "degradació a BF16", "nats", 4, panel=False),

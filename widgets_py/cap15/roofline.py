@@ -85,8 +85,8 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     peak, bw = v["peak_tflops"], g.bandwidth / 1e12  # TFLOP/s in the products' format, TB/s
     xs = (0.1, 1e5)
     plot = Plot().scales(xs, (0.1, 5000), xlog=True, ylog=True)
-    plot.axes(log_ticks(*xs), log_ticks(0.1, 5000), "intensitat aritmètica (FLOP/byte, escala log)",
-              "TFLOP/s assolibles (log)", fmt=lambda t: fmt.number(t, 1 if t < 1 else 0))
+    plot.axes(log_ticks(*xs), log_ticks(0.1, 5000), "intensitat aritmètica (FLOP/byte, escala logarítmica)",
+              "TFLOP/s assolibles (escala logarítmica)", fmt=lambda t: fmt.number(t, 1 if t < 1 else 0))
     ridge = peak / bw
     plot.line([xs[0], ridge, xs[1]], [bw * xs[0], peak, peak], "tw-roof")
     plot.text(plot.x(ridge) + 6, plot.y(peak) - 6, f"pic {fmt.number(peak)} TFLOP/s", "start", "tw-note")
@@ -112,7 +112,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
     )
     if v["prompt_used"] < p["prompt_tokens"]:
         alt += f" Atenció: {v['context_note']}."
-    roof = plot.render("Roofline: on cau cada fase", alt)
+    roof = plot.render("El sostre (roofline): on cau cada fase", alt)
     reads, reads_alt = _reads_figure(p, v)
     return roof + reads, alt + " " + reads_alt
 
@@ -120,7 +120,7 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
 def _reads_figure(p: dict, v: dict) -> tuple[str, str]:
     """Share of the stored weights one decode step reads, as the batch grows: dense beside MoE."""
     plot = Plot(height=260).scales((1, 256), (0, 1.05), xlog=True)
-    plot.axes([1, 2, 4, 8, 16, 32, 64, 128, 256], [0.0, 0.25, 0.5, 0.75, 1.0], "seqüències al lot (escala log)",
+    plot.axes([1, 2, 4, 8, 16, 32, 64, 128, 256], [0.0, 0.25, 0.5, 0.75, 1.0], "seqüències al lot (escala logarítmica)",
               "pesos llegits per pas", fmt=lambda t: fmt.percent(t) if t <= 1.0 and isinstance(t, float) else str(t))
     models = FIGURE_MODELS + ((p["model"],) if p["model"] not in FIGURE_MODELS else ())
     for i, key in enumerate(models):
@@ -159,7 +159,7 @@ def _tables(p: dict, v: dict) -> str:
 PARAMS = (
     Param("model", "choice", "llama-3-70b", "Model",
           choices=tuple((k, m.label) for k, m in MODELS.items()),
-          help="Paràmetres comptats a partir de les formes del fitxer config.json de cada model, no de la xifra del nom."),
+          help="Paràmetres comptats a partir de les dimensions (capes, amplades, caps, experts) del fitxer config.json de cada model, no de la xifra del nom."),
     Param("gpu", "choice", "h100-80gb", "GPU", choices=tuple((k, g.label) for k, g in GPUS.items()),
           help="Pic de càlcul dens i ample de banda, del full de dades. El pic és el de BF16, o el de 8 bits "
                "amb pesos FP8 o INT8 si la GPU calcula en aquest format."),
@@ -210,7 +210,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="roofline",
-    title="Prefill contra decode: la calculadora del sostre",
+    title="Prefill contra decode: el sostre de velocitat",
     params=PARAMS,
     outputs=OUTPUTS,
     compute=roofline,

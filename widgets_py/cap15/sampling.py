@@ -251,11 +251,12 @@ def _tables(p: dict, v: dict) -> str:
 
 PARAMS = (
     Param("temperature", "float", 1.0, "Temperatura", min=0.0, max=2.0, step=0.05,
-          help="Els logits es divideixen per aquest valor abans de la softmax. A 0 es tria sempre el màxim (greedy); a prop de 0 gairebé sempre."),
+          help="Per sota d'1 concentra la probabilitat a la favorita; per sobre d'1 l'escampa (divideix els logits abans de la softmax). "
+               "A 0 es tria sempre el màxim (greedy); a prop de 0 gairebé sempre."),
     Param("top_k", "int", 0, "Top-k", min=0, max=40, ticks=(0, 1, 2, 3, 5, 10, 20, 40), off=0,
           help="Els k caràcters de logit més alt; els empatats amb el k-èsim també hi entren."),
     Param("top_p", "float", 1.0, "Top-p (nucleus)", min=0.05, max=1.0, step=0.05, off=1.0,
-          help="Dels caràcters que el top-k deixa, tornats a normalitzar, es queden els més probables fins "
+          help="Dels caràcters que queden (després del top-k, si n'hi ha), tornats a normalitzar, es queden els més probables fins "
                "que sumen p o més; com a mínim, un."),
     Param("min_p", "float", 0.0, "Min-p", min=0.0, max=0.5, step=0.01, off=0.0,
           help="Després del top-p, només resten els caràcters amb una probabilitat d'almenys min-p vegades "
@@ -264,7 +265,7 @@ PARAMS = (
           help="Abans de la temperatura, divideix els logits positius dels caràcters ja presents (prompt "
                "inclòs) i multiplica els negatius."),
     Param("position", "int", 20, "Posició del prompt", min=1, max=400,
-          help="Quants caràcters del text reservat es donen de context."),
+          help="Quants caràcters d'un text que el model no ha vist mai se li donen de context."),
     Param("seed", "int", 6, "Llavor", min=0, max=999),
 )
 

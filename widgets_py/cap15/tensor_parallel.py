@@ -54,7 +54,7 @@ def _panel(p: dict, v: dict, key: str, free_key: str, ylabel: str, title: str) -
     step = math.ceil(max(ys) / 4 / unit) * unit  # a round tick step, about a quarter of the range
     top = step * 5
     plot = Plot(height=250).scales((1, 16), (0, top), xlog=True)
-    plot.axes(DEGREES, [step * k for k in range(6)], "GPU del grup de paral·lelisme tensorial (escala log)", ylabel,
+    plot.axes(DEGREES, [step * k for k in range(6)], "GPU del grup de paral·lelisme tensorial (escala logarítmica)", ylabel,
               fmt=lambda t: fmt.number(t, 0 if float(t).is_integer() else 1))
     node = plot.x(8)
     plot.parts.append(f'<line class="tw-limit" x1="{node}" y1="{plot.top}" x2="{node}" '
