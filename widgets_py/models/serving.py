@@ -154,12 +154,24 @@ def expected_experts(n_experts: int, k: int, tokens: float) -> float:
     return n_experts * (1.0 - (1.0 - k / n_experts) ** tokens)
 
 
-def params_read(m: ModelCard, tokens: int) -> float:
-    """Parameters a pass of `tokens` tokens reads from memory (assumptions 3 and 4)."""
+def matrices_read(m: ModelCard, tokens: int) -> float:
+    """Parameters of the matrices (not lookup tables) a pass of `tokens` tokens reads (assumption 3)."""
     c = counts(m)
     experts = expected_experts(m.n_experts, m.n_active_experts, tokens) if m.n_experts else 0.0
+    return c.always + c.moe_layers * experts * c.expert
+
+
+def params_read(m: ModelCard, tokens: int) -> float:
+    """Parameters a pass of `tokens` tokens reads from memory (assumptions 3 and 4)."""
     tables = (0 if m.tied else 1) + (1 if m.n_pos else 0)  # lookup tables: one row each per token
-    return c.always + c.moe_layers * experts * c.expert + tokens * tables * m.d_model
+    return matrices_read(m, tokens) + tokens * tables * m.d_model
+
+
+def matrices_read_share(m: ModelCard, tokens: int) -> float:
+    """Share of the matrices a pass can read that a pass of `tokens` tokens reads: the input
+    tables are left out of both sides, since a pass only looks rows up in them (assumption 4)."""
+    c = counts(m)
+    return matrices_read(m, tokens) / (c.total - c.lookup)
 
 
 def flops_per_token(m: ModelCard) -> float:
