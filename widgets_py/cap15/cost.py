@@ -16,6 +16,8 @@ Memory follows the one rule of `frontier.cache_memory` (vLLM's): the engine take
 each GPU's memory, 1 − the reserve the reader sets (10 %: vLLM's `gpu_memory_utilization` of
 0.9), and fits in it the weights, the peak activations of one profiling pass and the caches.
 So the memory needed is (weights + caches + activations) / share, and the reserve is the rest.
+The caches count every copy the group keeps (`serving` assumption 7: past n_kv GPUs each KV head
+is copied, and MLA's latent sits whole on every GPU): `kv_copies`.
 """
 
 from __future__ import annotations
