@@ -93,3 +93,19 @@ def test_prompt_past_the_model_limit_is_clamped_with_a_note():
     assert r.values["ttft_s"] == same["ttft_s"]
     long = run("roofline", {"model": "llama-3.1-70b", "prompt_tokens": 131072}).values
     assert long["prompt_used"] == 131072 and "dins del límit" in long["context_note"]
+
+
+def test_read_share_leaves_the_input_table_out():
+    # review 4, P1: a pass looks rows up in the input table and never reads it whole, so the share
+    # is of the matrices a pass can read: a dense model reads all of them from one sequence, and a
+    # MoE never reads a larger share than a dense model at the same batch
+    from widgets_py.models.serving import matrices_read_share
+    dense, moe = MODELS["llama-3-70b"], MODELS["mixtral-8x7b"]
+    for batch in (1, 32, 256):
+        assert matrices_read_share(dense, batch) == 1.0
+        assert matrices_read_share(moe, batch) <= 1.0
+    # Mixtral, by hand: 8 experts, 2 per token, 32 sequences: 8·(1 − (6/8)^32) experts per layer
+    c = counts(moe)
+    by_hand = (c.always + c.moe_layers * 8 * (1 - 0.75 ** 32) * c.expert) / (c.total - c.lookup)
+    assert matrices_read_share(moe, 32) == by_hand
+    assert c.lookup == 32000 * 4096  # the untied input table Mixtral's old share counted as unread

@@ -152,12 +152,17 @@ def pop_quiz(monkeypatch):
 def test_scaling_book_pop_quiz_step_times(pop_quiz):
     # "(4 * 819e6 + 30e9) / (16 * 8.1e11) = 2.5 ms" and, at 256, "(256 * 819e6) / (16 * 8.1e11)
     # + (2 * 256 * 30e9) / (16 * 1.97e14) = 21ms": the cache time adds to the matmuls' roofline.
-    small = (4 * 819e6 + 30e9) / (16 * 8.1e11)
-    large = (256 * 819e6) / (16 * 8.1e11) + (2 * 256 * 30e9) / (16 * 1.97e14)
+    # The book splits the cache evenly over the 16 chips (by batch as well as by head); an engine that
+    # splits it by KV heads only, as vLLM does (serving assumption 7), keeps each of the 8 heads on
+    # 2 chips, so every chip reads twice its even share: the cache term doubles.
+    book_small = (4 * 819e6 + 30e9) / (16 * 8.1e11)
+    book_large = (256 * 819e6) / (16 * 8.1e11) + (2 * 256 * 30e9) / (16 * 1.97e14)
+    assert 1e3 * book_small == pytest.approx(2.5, abs=0.1)  # the book's rounded answers
+    assert 1e3 * book_large == pytest.approx(21, abs=0.5)
+    small = (2 * 4 * 819e6 + 30e9) / (16 * 8.1e11)
+    large = (2 * 256 * 819e6) / (16 * 8.1e11) + (2 * 256 * 30e9) / (16 * 1.97e14)
     assert decode_step(pop_quiz, 4, 8192) == pytest.approx(small, rel=5e-3)
     assert decode_step(pop_quiz, 256, 8192) == pytest.approx(large, rel=5e-3)
-    assert 1e3 * decode_step(pop_quiz, 4, 8192) == pytest.approx(2.5, abs=0.1)  # the book's rounded answers
-    assert 1e3 * decode_step(pop_quiz, 256, 8192) == pytest.approx(21, abs=0.5)
 
 
 # --- mixture of experts --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from widgets_py.models.frontier import batch_in_memory, critical_batch, frontier
+from widgets_py.models.frontier import batch_in_memory, cache_memory, critical_batch, frontier
 from widgets_py.models.hardware import GPU, GPUS, MODELS, NETWORK, NVLINK4, ModelCard, counts
 from widgets_py.models.serving import (Setup, attention_flops_per_pair, causal_pairs, collective_time, decode_parts,
                                        decode_step, flops_per_token, kv_bytes_per_token, prefill_parts, step_time, ttft)
@@ -192,3 +192,35 @@ def test_batch_in_memory_by_hand():
     memory = 8 * 81_559 * (1 << 20)
     assert batch_in_memory(LLAMA_8X, 8192) == math.floor((0.9 * memory - weights - activations) / (8192 * 327_680)) == 173
     assert batch_in_memory(Setup("llama-3-70b", "l4"), 8192) == 0  # the weights alone do not fit
+
+
+# --- the cache under tensor parallelism: split by KV heads only (serving assumption 7) -------------
+
+def test_kv_heads_are_copied_past_n_kv_gpus():
+    # Llama 3 70B has 8 KV heads: on 16 GPUs vLLM keeps one head per GPU, each head on 2 GPUs
+    # ("Number of KV heads is less than TP size, so we replicate the KV heads", llama.py), so
+    # each GPU holds 1/8 of the cache, not 1/16. By hand, one token: 80 layers × 2 (K, V) × 8 heads
+    # × 128 × 2 bytes = 327.680 B; 8.192 tokens read by each GPU: 327.680 · 8.192 / 8 B at 3,35 TB/s
+    s16 = Setup("llama-3-70b", "h100-80gb", n_gpus=16, collectives=False)
+    per_gpu = 80 * 2 * 8 * 128 * 2 * 8192 / 8
+    assert decode_parts(s16, 1, 8192).attention == pytest.approx(per_gpu / 3350e9, rel=1e-12)
+    assert s16.kv_copies == 2
+    # up to 8 GPUs the cache splits evenly: the same read on 8 GPUs as on 16
+    s8 = dataclasses.replace(s16, n_gpus=8)
+    assert decode_parts(s8, 1, 8192).attention == pytest.approx(per_gpu / 3350e9, rel=1e-12)
+    # memory: each sequence's 2,68 GB sits twice in the group
+    free = cache_memory(s16)  # the engine's share minus weights and activations, as on one copy
+    assert batch_in_memory(s16, 8192) == math.floor(free / (2 * 80 * 2 * 8 * 128 * 2 * 8192))
+
+
+def test_mla_latent_is_whole_on_every_gpu():
+    # DeepSeek-V3 keeps one latent of 512 + 64 values per token and layer (61 layers): 70.272 B
+    # per token in BF16. Plain TP cannot split it by heads, so each of 16 GPUs holds and reads it all
+    # (SGLang's DP attention docs: "KV cache duplicated across all GPUs")
+    s = Setup("deepseek-v3", "h100-80gb", "fp8", n_gpus=16, collectives=False)
+    assert kv_bytes_per_token(s.m, "bf16") == 61 * 576 * 2 == 70_272
+    assert decode_parts(s, 1, 8192).attention == pytest.approx(70_272 * 8192 / 3350e9, rel=1e-12)
+    assert s.kv_copies == 16
+    free = cache_memory(s)
+    assert batch_in_memory(s, 8192) == math.floor(free / (16 * 70_272 * 8192))
+    assert 50 < batch_in_memory(s, 8192) < 70  # the review's estimate: about 60, not 950

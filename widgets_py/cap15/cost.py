@@ -16,6 +16,8 @@ Memory follows the one rule of `frontier.cache_memory` (vLLM's): the engine take
 each GPU's memory, 1 − the reserve the reader sets (10 %: vLLM's `gpu_memory_utilization` of
 0.9), and fits in it the weights, the peak activations of one profiling pass and the caches.
 So the memory needed is (weights + caches + activations) / share, and the reserve is the rest.
+The caches count every copy the group keeps (`serving` assumption 7: past n_kv GPUs each KV head
+is copied, and MLA's latent sits whole on every GPU): `kv_copies`.
 """
 
 from __future__ import annotations
@@ -88,9 +90,10 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
     m, s = MODELS[model], Setup(model, gpu, weight_format, kv_format, n_gpus)
     context, note = clamp_context(m, context)
     c, bpp = counts(m), FORMATS[weight_format].nbytes
-    kv_token = kv_bytes_per_token(m, kv_format)  # bytes per token of context
+    copies = s.kv_copies  # copies of each sequence's cache over the group (serving assumption 7)
+    kv_token = kv_bytes_per_token(m, kv_format) * copies  # the group's bytes per token of context
     weights = c.total * bpp  # all experts must be resident
-    kv_seq = kv_token * context
+    kv_seq = kv_token * context  # one sequence's cache over the group, all its copies
     act = activation_bytes(s)  # the profiling pass's peak, whatever the concurrency (frontier.activation_bytes)
     share = 1 - reserve_pct / 100  # of each GPU's memory, the engine's (vLLM gpu_memory_utilization)
     base = weights + concurrency * kv_seq + act
@@ -106,7 +109,8 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
         "params_total": c.total, "params_active": c.active,
         "memory_needed_gb": needed / 1e9, "memory_gb": s.memory / 1e9, "bandwidth_gbs": s.bandwidth / 1e9,
         "fits": needed <= s.memory, "sequences_fit": fit,
-        "weights_gb": weights / 1e9, "kv_gb": concurrency * kv_seq / 1e9, "kv_seq_gb": kv_seq / 1e9,
+        "weights_gb": weights / 1e9, "kv_gb": concurrency * kv_seq / 1e9, "kv_seq_gb": kv_seq / copies / 1e9,
+        "kv_copies": copies,
         "activations_gb": act / 1e9, "profile_tokens": profile_tokens(s)[0], "reserve_gb": (needed - base) / 1e9,
         "weights_share": weights / needed, "kv_share": concurrency * kv_seq / needed,
         "activations_share": act / needed, "reserve_share": (needed - base) / needed,
@@ -135,7 +139,7 @@ def _presets(p: dict) -> list[tuple[str, dict]]:
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     ctx = np.logspace(np.log10(256), np.log10(1 << 20), 60)  # [60] context lengths
-    kv = v["kv_seq_gb"] / v["context_used"] * ctx * p["concurrency"]  # [60] GB
+    kv = v["kv_gb"] / v["context_used"] * ctx  # [60] GB, all copies
     total = (v["weights_gb"] + kv + v["activations_gb"]) / (1 - p["reserve_pct"] / 100)  # [60] GB
     lo = min(kv.min(), v["weights_gb"]) / 2
     hi = max(total.max(), v["memory_gb"]) * 2
@@ -193,7 +197,8 @@ def _alt(v: dict) -> str:
 
 def _tables(p: dict, v: dict) -> str:
     parts = (("Pesos", "weights", f"{fmt.si(v['params_total'], 2)} × {fmt.number(FORMATS[p['weight_format']].nbytes, 1)} bytes"),
-             ("KV-cache", "kv", f"{fmt.tokens(v['context_used'])} tokens × {p['concurrency']} seqüències"),
+             ("KV-cache", "kv", f"{fmt.tokens(v['context_used'])} tokens × {p['concurrency']} seqüències"
+                                + (f" × {fmt.number(v['kv_copies'])} còpies" if v["kv_copies"] > 1 else "")),
              ("Activacions", "activations", f"pic d'una passada de {fmt.tokens(v['profile_tokens'])} tokens"),
              (f"Reserva ({fmt.number(p['reserve_pct'])} %)", "reserve", "la memòria que el motor no pren"))
     rows = "".join(f"<tr><td>{name}</td><td>{fmt.with_unit(v[k + '_gb'], 2, 'GB')}</td>"
@@ -278,6 +283,7 @@ OUTPUTS = (
     Output("weights_gb", "pesos", "GB", 1, panel=False),
     Output("kv_gb", "KV-cache", "GB", 1, panel=False),
     Output("kv_seq_gb", "cache per seqüència", "GB", 2, panel=False),
+    Output("kv_copies", "còpies del cache al grup", "", 0, panel=False),
     Output("activations_gb", "activacions", "GB", 2, panel=False),
     Output("reserve_gb", "reserva de memòria", "GB", 1, panel=False),
     Output("profile_tokens", "tokens de la passada que fixa les activacions", "tokens", panel=False),

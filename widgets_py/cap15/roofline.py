@@ -20,8 +20,8 @@ from ..engine.params import Output, Param
 from ..engine.widget import Widget
 from ..models.frontier import critical_batch, critical_values
 from ..models.serving import (FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
-                              flops_per_token, format_choices, kv_bytes_per_token, params_read, prefill_parts, step_time,
-                              ttft)
+                              flops_per_token, format_choices, kv_bytes_per_token, matrices_read_share, params_read,
+                              prefill_parts, step_time, ttft)
 from ..engine.svg import Plot, log_ticks
 
 KV_FORMAT = "bf16"  # the cache stays in bf16 here; the cost calculator lets it change
@@ -62,7 +62,8 @@ def roofline(model: str, gpu: str, prompt_tokens: int, batch: int, weight_format
         "experts_batch": expected_experts(m.n_experts, m.n_active_experts, batch) if m.n_experts else 0.0,
         "weights_batch_gb": wb / 1e9,
         "weights_batch_params": wb / bpp,
-        "weights_batch_share": wb / (c.total * bpp),
+        "weights_batch_share": matrices_read_share(m, batch),
+        "params_readable": c.total - c.lookup,
         "gpu_intensity": ridge,
         "decode_intensity": decode_intensity,
         "batch_intensity": batch * flops / (wb + batch * kv),
@@ -75,9 +76,9 @@ def roofline(model: str, gpu: str, prompt_tokens: int, batch: int, weight_format
 
 
 def read_share(model: str, batches: np.ndarray) -> np.ndarray:
-    """[k] share of a model's stored weights that one decode step of each batch reads."""
+    """[k] share of a model's matrices (all but the input tables) one decode step of each batch reads."""
     m = MODELS[model]
-    return np.array([params_read(m, int(b)) for b in batches]) / counts(m).total
+    return np.array([matrices_read_share(m, int(b)) for b in batches])
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
@@ -121,7 +122,7 @@ def _reads_figure(p: dict, v: dict) -> tuple[str, str]:
     """Share of the stored weights one decode step reads, as the batch grows: dense beside MoE."""
     plot = Plot(height=260).scales((1, 256), (0, 1.05), xlog=True)
     plot.axes([1, 2, 4, 8, 16, 32, 64, 128, 256], [0.0, 0.25, 0.5, 0.75, 1.0], "seqüències al lot (escala logarítmica)",
-              "pesos llegits per pas", fmt=lambda t: fmt.percent(t) if t <= 1.0 and isinstance(t, float) else str(t))
+              "matrius llegides per pas", fmt=lambda t: fmt.percent(t) if t <= 1.0 and isinstance(t, float) else str(t))
     models = FIGURE_MODELS + ((p["model"],) if p["model"] not in FIGURE_MODELS else ())
     for i, key in enumerate(models):
         share = read_share(key, BATCHES)
@@ -132,8 +133,9 @@ def _reads_figure(p: dict, v: dict) -> tuple[str, str]:
         if key == p["model"]:
             plot.dot(p["batch"], v["weights_batch_share"], cls)
     desc = (f"Amb {MODELS[p['model']].label} i un lot de {p['batch']}, cada pas llegeix "
-            f"{fmt.si(v['weights_batch_params'], 1)} paràmetres, el {fmt.percent(v['weights_batch_share'])} dels "
-            f"{fmt.si(v['params_total'], 1)} que té. Un model dens ho llegeix tot des d'una sola seqüència; "
+            f"{fmt.si(v['weights_batch_params'], 1)} paràmetres, el {fmt.percent(v['weights_batch_share'], 1)} dels "
+            f"{fmt.si(v['params_readable'], 1)} que un pas pot llegir (la taula d'entrada només es consulta). "
+            "Un model dens ho llegeix tot des d'una sola seqüència; "
             "un MoE, cada vegada més experts a mesura que creix el lot.")
     return plot.render("Pesos llegits per pas a mesura que creix el lot", desc), desc
 
@@ -184,7 +186,10 @@ OUTPUTS = (
     Output("batch_tps", "throughput del lot", "tok/s", 0),
     Output("batch_gain", "guany del lot", "×", 1),
     Output("weights_batch_gb", "pesos llegits per pas del lot", "GB", 1),
-    Output("weights_batch_share", "part dels pesos llegida per pas", decimals=1, style="pct", panel=False),
+    Output("weights_batch_share", "part de les matrius llegida per pas (sense la taula d'entrada)", decimals=1,
+           style="pct", panel=False),
+    Output("params_readable", "paràmetres que un pas pot llegir (tots menys la taula d'entrada)", decimals=1,
+           style="si", panel=False),
     Output("weights_batch_params", "paràmetres llegits per pas del lot", decimals=0, style="si", panel=False),
     Output("experts_batch", "experts per capa llegits en el lot", decimals=3, panel=False),
     Output("prompt_used", "tokens de prompt calculats", "tokens", panel=False),

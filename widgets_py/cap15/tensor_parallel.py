@@ -1,7 +1,7 @@
 """§1 Several GPUs: TPOT and throughput per GPU against the tensor-parallel degree.
 
 Each degree is `serving.decode_step` on a group of n GPUs (assumption 7 there): the weights,
-FLOPs and cache split n ways, and every block pays two all-reduces over the GPUs' link. Beside
+FLOPs split n ways, the cache by KV heads only (copied once n passes their number), and every block pays two all-reduces over the GPUs' link. Beside
 it, the same step with a free link (the collectives left out), which is what adding up the GPUs'
 bandwidths used to promise. Past one node (8 GPUs) the all-reduces cross the network.
 """

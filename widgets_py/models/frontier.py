@@ -36,7 +36,7 @@ def compute_minus_memory(s: Setup, batch: int, context: int) -> float:
     """FLOP time minus byte time of a decode step (s): negative while the step waits for memory."""
     m = s.m
     flops = batch * flops_per_token(m) / s.peak + batch * (context + 1) * attention_flops_per_pair(m) / s.attention_peak
-    nbytes = params_read(m, batch) * FORMATS[s.weights].nbytes + batch * context * kv_bytes_per_token(m, s.cache)
+    nbytes = params_read(m, batch) * FORMATS[s.weights].nbytes + batch * context * kv_bytes_per_token(m, s.cache) * s.kv_copies
     return flops - nbytes / s.bandwidth
 
 
@@ -107,7 +107,7 @@ def critical_sentence(b: float) -> str:
 def batch_in_memory(s: Setup, context: int, share: float = MEMORY_SHARE) -> int:
     """Sequences of `context` tokens whose cache fits beside the weights and activations (0: those do not fit)."""
     free = cache_memory(s, share)
-    per_seq = max(context, 1) * kv_bytes_per_token(s.m, s.cache)
+    per_seq = max(context, 1) * kv_bytes_per_token(s.m, s.cache) * s.kv_copies  # its copies over the group
     return max(0, math.floor(free / per_seq))
 
 

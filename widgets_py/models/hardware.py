@@ -132,8 +132,14 @@ class Link:
 # nccl-tests on H100 SXM (NVIDIA/nccl-tests#212, S. Jeaugey): NVLink 4's line rate is 450 GB/s one
 # way, and NCCL's protocol takes ~20 %, "an effective NVLink bandwidth of 370 GB/s" (ring busBw);
 # a 4×H100 sweep of nvidia/nccl-tests measures 366 GB/s, 77 % of the one-way budget. The same
-# ~80 % of the line rate is applied to the other links. Small all-reduces (a decode step's few kB)
-# take ~10 µs on NVLink (LL protocol, nccl-tests at 8 B–64 kB) and more through PCIe or a NIC.
+# ~80 % of the line rate is applied to the other links. Small all-reduces (a decode step's few kB):
+# 10 µs on NVLink is an order of magnitude, our estimate. nccl-tests' figures depend on the
+# algorithm, CUDA graphs and the GPU count: ~34 µs for a ring over 8 A100s without graphs
+# (NVIDIA/nccl-tests#123), ~6 µs between 2 H100s with NVLSTree and graphs (NVIDIA/nccl#1259),
+# ~2.3 µs on 8 H200/H800 with NCCL 2.27 tuned (NVIDIA/nccl#1940). Engines capture decode in CUDA
+# graphs and run their own all-reduce for small tensors (vLLM's custom all-reduce,
+# `--disable-custom-all-reduce`), so for them 10 µs most likely errs high (dearer collectives).
+# More through PCIe or a NIC.
 NVLINK4 = Link("NVLink 4 + NVSwitch", 370e9, 10e-6, 8, "nccl-tests busBw 370 GB/s (NVIDIA/nccl-tests#212)")
 NVLINK3 = Link("NVLink 3 + NVSwitch", 240e9, 10e-6, 8, "80 % of NVLink 3's 300 GB/s one way (A100 datasheet)")
 INFINITY_FABRIC = Link("Infinity Fabric", 358e9, 10e-6, 8, "80 % of 7 × 64 GB/s one way (MI300X datasheet)")

@@ -31,17 +31,23 @@ these functions; none carries its own copy. The assumptions, stated once:
    its attention, its cache written (and a reused prefix's cache read), its collectives. No
    queue, no network to the user, no sampling.
 7. Tensor parallelism over n GPUs (Megatron-LM, Shoeybi et al. 2019, §3): every matrix is
-   split, so weights, FLOPs and bandwidth divide evenly; the cache too (by KV heads, then by
-   batch: the scaling book's GMQA sharding). Each block then pays two all-reduces of the
+   split, so weights, FLOPs and bandwidth divide evenly. The cache is split by KV heads only,
+   as vLLM's attention layers do: each GPU keeps ceil(n_kv/n) heads, so with more GPUs than KV
+   heads every head is copied on n/n_kv of them ("Number of KV heads is less than TP size, so
+   we replicate the KV heads", vllm/model_executor/models/llama.py), and MLA's latent, one per
+   token and layer with no heads to split, is whole on every GPU (deepseek_v2.py; SGLang's DP
+   attention exists to avoid that copy). Each GPU reads its own share of the cache at its own
+   bandwidth, and the group's memory holds n·share copies of it (`kv_share`). Each block then pays two all-reduces of the
    pass's activations, [T, d_model] in bf16: after attention's output projection and after
    the MLP. A ring all-reduce of S bytes costs latency + 2(n − 1)/n · S / busBw (nccl-tests
    `doc/PERFORMANCE.md` defines busBw that way); latency and busBw are the link's
    (`hardware.Link`), and a group larger than one node crosses the network (`NETWORK`).
-   MoE experts are split like dense MLPs (expert parallelism is not modelled).
+   MoE experts are split like dense MLPs (expert parallelism and DP attention are not modelled).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..engine import fmt
@@ -116,6 +122,10 @@ class Setup:
         return self.n_gpus * self.g.memory
 
     @property
+    def kv_copies(self) -> float:  # the group's cache bytes over one copy of the cache (assumption 7)
+        return self.n_gpus * kv_share(self.m, self.n_gpus)
+
+    @property
     def link(self) -> Link | None:  # what the group's all-reduces cross (assumption 7)
         own = self.g.link
         return own if own is None or self.n_gpus <= own.domain else NETWORK
@@ -131,17 +141,37 @@ def kv_bytes_per_token(m: ModelCard, cache: str) -> float:
     return per_layer * m.n_layers * FORMATS[cache].nbytes
 
 
+def kv_share(m: ModelCard, n_gpus: int) -> float:
+    """Share of the cache each GPU of a tensor-parallel group holds and reads (assumption 7):
+    ceil(n_kv/n) of the n_kv heads, at least one; MLA's latent, all of it."""
+    if m.mla:
+        return 1.0
+    return math.ceil(m.n_kv_heads / n_gpus) / m.n_kv_heads
+
+
 def expected_experts(n_experts: int, k: int, tokens: float) -> float:
     """Distinct routed experts per layer that `tokens` tokens use, each picking k of E uniformly."""
     return n_experts * (1.0 - (1.0 - k / n_experts) ** tokens)
 
 
-def params_read(m: ModelCard, tokens: int) -> float:
-    """Parameters a pass of `tokens` tokens reads from memory (assumptions 3 and 4)."""
+def matrices_read(m: ModelCard, tokens: int) -> float:
+    """Parameters of the matrices (not lookup tables) a pass of `tokens` tokens reads (assumption 3)."""
     c = counts(m)
     experts = expected_experts(m.n_experts, m.n_active_experts, tokens) if m.n_experts else 0.0
+    return c.always + c.moe_layers * experts * c.expert
+
+
+def params_read(m: ModelCard, tokens: int) -> float:
+    """Parameters a pass of `tokens` tokens reads from memory (assumptions 3 and 4)."""
     tables = (0 if m.tied else 1) + (1 if m.n_pos else 0)  # lookup tables: one row each per token
-    return c.always + c.moe_layers * experts * c.expert + tokens * tables * m.d_model
+    return matrices_read(m, tokens) + tokens * tables * m.d_model
+
+
+def matrices_read_share(m: ModelCard, tokens: int) -> float:
+    """Share of the matrices a pass can read that a pass of `tokens` tokens reads: the input
+    tables are left out of both sides, since a pass only looks rows up in them (assumption 4)."""
+    c = counts(m)
+    return matrices_read(m, tokens) / (c.total - c.lookup)
 
 
 def flops_per_token(m: ModelCard) -> float:
@@ -201,7 +231,7 @@ def step_parts(s: Setup, tokens: int, kv_tokens: float, pairs: float = 0.0) -> S
     weights = params_read(s.m, tokens) * FORMATS[s.weights].nbytes
     matmuls = max(tokens * flops_per_token(s.m) / s.peak, weights / s.bandwidth)  # loads overlap FLOPs
     attention = max(pairs * attention_flops_per_pair(s.m) / s.attention_peak,
-                    kv_tokens * kv_bytes_per_token(s.m, s.cache) / s.bandwidth)
+                    kv_tokens * kv_bytes_per_token(s.m, s.cache) * kv_share(s.m, s.n_gpus) / s.g.bandwidth)
     return Step(matmuls, attention, collective_time(s, tokens))
 
 
