@@ -200,7 +200,7 @@ def shown(run: dict) -> dict:
 # "corrected": the target's token where it rejected a proposal; with the exact coupling its own
 # inverse-CDF choice for the same u, with rejection sampling a draw from the residual (p - q)+
 MARKS = {"accepted": ("tw-s3", "acceptat"), "rejected": ("tw-cut", "rebutjat"),
-         "corrected": ("tw-s1", "posat pel gran"), "bonus": ("tw-s2", "de regal (la mateixa passada del gran)")}
+         "corrected": ("tw-s1", "posat pel gran"), "bonus": ("tw-s2", "de regal, del gran")}
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
