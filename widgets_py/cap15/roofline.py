@@ -18,7 +18,8 @@ from ..engine import fmt
 from ..models.hardware import GPUS, MODELS, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
-from ..models.frontier import critical_batch, critical_values
+from ..models.frontier import critical_batch
+from .critical import critical_values
 from ..models.serving import (FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
                               flops_per_token, format_choices, kv_bytes_per_token, matrices_read_share, params_read,
                               prefill_parts, step_time, ttft)

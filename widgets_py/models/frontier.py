@@ -23,7 +23,6 @@ import math
 
 import numpy as np
 
-from ..engine import fmt
 from .numformats import FORMATS
 from .hardware import counts
 from .serving import Setup, attention_flops_per_pair, decode_step, flops_per_token, kv_bytes_per_token, params_read
@@ -88,20 +87,6 @@ def cache_memory(s: Setup, share: float = MEMORY_SHARE) -> float:
     """Bytes left for the KV cache: the engine's share of memory minus every weight and the peak
     activations (negative: they do not fit)."""
     return share * s.memory - counts(s.m).total * FORMATS[s.weights].nbytes - activation_bytes(s)
-
-
-def critical_values(b: float, key: str) -> dict:
-    """A critical batch as a widget's outputs: the number (0 when there is none) and a Catalan text."""
-    finite = math.isfinite(b)
-    text = fmt.number(b) if finite else "cap (el pas espera la memòria amb qualsevol lot)"
-    return {key: b if finite else 0, f"{key}_exists": finite, f"{key}_text": text}
-
-
-def critical_sentence(b: float) -> str:
-    """A critical batch as a clause the prose can end a sentence with, whether there is one or not."""
-    if math.isfinite(b):
-        return f"el lot crític és de {fmt.number(b)} seqüències"
-    return "no hi ha lot crític: el pas espera la memòria amb qualsevol lot"
 
 
 def batch_in_memory(s: Setup, context: int, share: float = MEMORY_SHARE) -> int:
