@@ -99,8 +99,9 @@ def record(rounds: int = ROUNDS) -> dict:
         if not keys:
             continue
         runs = [registry.compute(name, {})[1] for _ in range(rounds)]
-        timings = [k for k in keys if isinstance(values[k], (int, float))]
-        measured = {k: typical(runs, timings)[k] for k in keys}
+        timings = [k for k in keys if isinstance(values[k], (int, float)) and not isinstance(values[k], bool)]
+        best = typical(runs, timings)
+        measured = {k: best[k] for k in keys}
         if "runtime" in measured:
             measured["runtime"] = LABEL.format(runtime=measured["runtime"])
         out[name] = {"measured_on": f"{platform.machine()}, Python {sys.version.split()[0]}", "params": params,

@@ -90,11 +90,11 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
                              f"ni cap widget registrat; permès: ID.VALOR d'un md:widget de la pàgina, o "
                              f"NOM.VALOR clau=valor d'un widget de widgets_py")
         if instance not in instances and not pairs:  # silently fixed, had its widget been removed
-            first = registry.get(instance).params[0]
+            params = registry.get(instance).params
+            example = f"<!-- md:value {ref} {params[0].name}={params[0].default} -->" if params else "cap: no en té"
             raise ParamError(f"md:value {ref}: el widget '{instance}' no és en aquesta pàgina, i un valor sense "
                              f"paràmetres hi quedaria fix sense dir-ho; permès: col·locar-lo (<!-- md:widget {instance} -->) "
-                             f"perquè sigui viu, o escriure els paràmetres que el fixen (<!-- md:value {ref} "
-                             f"{first.name}={first.default} -->)")
+                             f"perquè sigui viu, o escriure els paràmetres que el fixen ({example})")
         name, base, _ = instances.get(instance, (instance, {}, None))
         registry.get(name).output(key)
         params, text = fixed_values(name, {**base, **pairs}, build.fixed)

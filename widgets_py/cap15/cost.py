@@ -108,8 +108,8 @@ def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, w
     return {
         "params_total": c.total, "params_active": c.active,
         "memory_needed_gb": needed / 1e9, "memory_gb": s.memory / 1e9, "bandwidth_gbs": s.bandwidth / 1e9,
-        "fits": needed <= s.memory, "sequences_fit": fit,
-        "weights_gb": weights / 1e9, "kv_gb": concurrency * kv_seq / 1e9, "kv_seq_gb": kv_seq / copies / 1e9,
+        "fits": concurrency <= fit, "sequences_fit": fit,
+        "weights_gb": weights / 1e9, "kv_gb": concurrency * kv_seq / 1e9, "kv_seq_gb": kv_bytes_per_token(m, kv_format) * context / 1e9,
         "kv_copies": copies,
         "activations_gb": act / 1e9, "profile_tokens": profile_tokens(s)[0], "reserve_gb": (needed - base) / 1e9,
         "weights_share": weights / needed, "kv_share": concurrency * kv_seq / needed,

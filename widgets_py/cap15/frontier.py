@@ -46,6 +46,7 @@ def frontier_widget(model: str, gpu: str, n_gpus: int, context: int, weight_form
                     tpot_target_ms: float) -> dict:
     context, note = clamp_context(MODELS[model], context)
     s = Setup(model, gpu, weight_format, kv_format, n_gpus)
+    with_cache = critical_batch(s, context)  # a bisection: once per run
     fit = batch_in_memory(s, context)
     batches = batches_for(fit)  # [k]
     tpot, per_gpu = frontier(s, context, batches)  # [k] each
@@ -61,8 +62,8 @@ def frontier_widget(model: str, gpu: str, n_gpus: int, context: int, weight_form
         "best_gain": per_gpu[best] / per_gpu[0] if best >= 0 else 0.0,
         "max_per_gpu_cache": float(per_gpu[batches <= max(fit, 1)].max()),
         **critical_values(critical_batch(s), "critical_batch"),
-        **critical_values(critical_batch(s, context), "critical_batch_cache"),
-        "critical_batch_cache_sentence": critical_sentence(critical_batch(s, context)),
+        **critical_values(with_cache, "critical_batch_cache"),
+        "critical_batch_cache_sentence": critical_sentence(with_cache),
         "scheme": SCHEMES[weight_format][1],
         "int4_decode_gain": rows["bf16"]["tpot_1_ms"] / rows["int4"]["tpot_1_ms"],
         "int4_prefill_gain": rows["bf16"]["ttft_s"] / rows["int4"]["ttft_s"],

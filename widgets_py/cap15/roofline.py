@@ -20,7 +20,7 @@ from ..engine.params import Output, Param
 from ..engine.widget import Widget
 from ..models.frontier import critical_batch
 from .critical import critical_values
-from ..models.serving import (FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
+from ..models.serving import (matrices_read, FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
                               flops_per_token, format_choices, kv_bytes_per_token, matrices_read_share, params_read,
                               prefill_parts, step_time, ttft)
 from ..engine.svg import Plot, log_ticks
@@ -62,7 +62,7 @@ def roofline(model: str, gpu: str, prompt_tokens: int, batch: int, weight_format
         "batch_gain": (batch / t_batch) * tpot,
         "experts_batch": expected_experts(m.n_experts, m.n_active_experts, batch) if m.n_experts else 0.0,
         "weights_batch_gb": wb / 1e9,
-        "weights_batch_params": wb / bpp,
+        "weights_batch_params": matrices_read(m, batch),
         "weights_batch_share": matrices_read_share(m, batch),
         "params_readable": c.total - c.lookup,
         "gpu_intensity": ridge,

@@ -126,12 +126,12 @@ def fixed(name: str, params_json: str) -> str:
 
 def source(name: str) -> str:
     """The widget's module as shipped, for the page's code panel (see edits.py)."""
-    from . import edits  # edits builds on render(): imported when first asked
+    from . import edits  # edits builds on registry.reply: imported when first asked
     return edits.source(name)
 
 
 def render_edited(name: str, key: str, code: str, params_json: str, layout: str = svg.WIDE.name) -> str:
-    """render() with the reader's edit of the widget's module, or the edit's error (edits.py)."""
+    """registry.reply with the reader's edit of the widget's module, or the edit's error (edits.py)."""
     from . import edits
     return edits.render(name, key, code, params_json, layout)
 

@@ -78,6 +78,7 @@ def bigram() -> np.ndarray:
     return bigram_log_probs(train, v, alpha)
 
 
+@cache
 def bigram_baseline(tokens: int) -> float:
     """Nats/char of the bigram baseline on the first `tokens` predictions of the held-out text:
     each of its first `tokens` characters predicting the next, the pairs train.evaluate scores

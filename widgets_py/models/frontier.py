@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from .numformats import FORMATS
-from .hardware import counts
+from .hardware import GiB, counts
 from .serving import Setup, attention_flops_per_pair, decode_step, flops_per_token, kv_bytes_per_token, params_read
 
 MEMORY_SHARE = 0.9  # vLLM EngineArgs.gpu_memory_utilization default: the rest is for the runtime
@@ -62,7 +62,7 @@ def profile_tokens(s: Setup) -> tuple[int, int]:
     """(tokens, sequences) of the pass vLLM profiles: its default budget per iteration for an API
     server (`max_num_batched_tokens`) and its default `max_num_seqs`, 8 192 and 1 024 on GPUs of
     70 GiB or more other than the A100, 2 048 and 256 on the rest (vLLM EngineArgs.get_batch_defaults)."""
-    big = s.g.memory >= 70 * (1 << 30) and not s.gpu.startswith("a100")
+    big = s.g.memory >= 70 * GiB and not s.gpu.startswith("a100")
     return (8192, 1024) if big else (2048, 256)
 
 

@@ -231,7 +231,7 @@ def step_parts(s: Setup, tokens: int, kv_tokens: float, pairs: float = 0.0) -> S
     weights = params_read(s.m, tokens) * FORMATS[s.weights].nbytes
     matmuls = max(tokens * flops_per_token(s.m) / s.peak, weights / s.bandwidth)  # loads overlap FLOPs
     attention = max(pairs * attention_flops_per_pair(s.m) / s.attention_peak,
-                    kv_tokens * kv_bytes_per_token(s.m, s.cache) * kv_share(s.m, s.n_gpus) / s.g.bandwidth)
+                    kv_tokens * kv_bytes_per_token(s.m, s.cache) * s.kv_copies / s.bandwidth)
     return Step(matmuls, attention, collective_time(s, tokens))
 
 
