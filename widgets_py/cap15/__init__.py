@@ -2,3 +2,25 @@
 
 The registry finds every `capNN` package of widgets_py and every `WIDGET` in it: a new
 chapter is a new folder, a new widget a new module."""
+
+# The critical batch in words, shared by the roofline and frontier widgets and the prose: the
+# physics (models.frontier.critical_batch) returns a number, math.inf when the step waits for
+# memory at any batch; what a reader is told about it lives in the chapter, not in the maths.
+
+import math
+
+from ..engine import fmt
+
+
+def critical_values(b: float, key: str) -> dict:
+    """A critical batch as a widget's outputs: the number (0 when there is none) and a Catalan text."""
+    finite = math.isfinite(b)
+    text = fmt.number(b) if finite else "cap (el pas espera la memòria amb qualsevol lot)"
+    return {key: b if finite else 0, f"{key}_exists": finite, f"{key}_text": text}
+
+
+def critical_sentence(b: float) -> str:
+    """A critical batch as a clause the prose can end a sentence with, whether there is one or not."""
+    if math.isfinite(b):
+        return f"el lot crític és de {fmt.number(b)} seqüències"
+    return "no hi ha lot crític: el pas espera la memòria amb qualsevol lot"

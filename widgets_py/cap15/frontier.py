@@ -19,7 +19,7 @@ from ..engine.params import Output, Param
 from ..engine.svg import Plot, log_ticks
 from ..engine.widget import Widget
 from ..models.frontier import batch_in_memory, best_under, critical_batch, frontier
-from .critical import critical_sentence, critical_values
+from . import critical_sentence, critical_values
 from ..models.hardware import GPUS, MODELS
 from ..models.serving import CACHE_FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, format_choices, ttft
 

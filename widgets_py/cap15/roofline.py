@@ -19,7 +19,7 @@ from ..models.hardware import GPUS, MODELS, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
 from ..models.frontier import critical_batch
-from .critical import critical_values
+from . import critical_values
 from ..models.serving import (matrices_read, FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
                               flops_per_token, format_choices, kv_bytes_per_token, matrices_read_share, params_read,
                               prefill_parts, step_time, ttft)
