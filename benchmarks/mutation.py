@@ -21,18 +21,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = {  # module -> (its file, the unit tests that own it)
-    "gpt": ("widgets_py/models/gpt.py", ["tests/test_gpt.py"]),
-    "layers": ("widgets_py/models/layers.py", ["tests/test_gpt.py"]),
+    "gpt": ("widgets_py/maths/gpt.py", ["tests/test_gpt.py"]),
+    "layers": ("widgets_py/maths/layers.py", ["tests/test_gpt.py"]),
     "speculative": ("widgets_py/cap15/speculative.py", ["tests/test_speculative.py"]),
     "sampling": ("widgets_py/cap15/sampling.py", ["tests/test_sampling.py"]),
     "quantize": ("widgets_py/cap15/quantize.py", ["tests/test_quantize.py"]),
-    "numformats": ("widgets_py/models/numformats.py", ["tests/test_quantize.py"]),  # quantize's rounding
+    "numformats": ("widgets_py/maths/numformats.py", ["tests/test_quantize.py"]),  # quantize's rounding
     # the browser's kernel: the programs Python compiles for it, and its Python side (slow: hypothesis)
-    "program": ("widgets_py/models/program.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
-    "builder": ("widgets_py/models/builder.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
-    "tape": ("widgets_py/models/tape.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
-    "compiled": ("widgets_py/models/compiled.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
-    "kernel": ("widgets_py/models/kernel.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
+    "program": ("widgets_py/accel/program.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
+    "builder": ("widgets_py/accel/builder.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
+    "tape": ("widgets_py/accel/tape.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
+    "compiled": ("widgets_py/accel/compiled.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
+    "kernel": ("widgets_py/accel/kernel.py", ["tests/test_kernel.py", "tests/test_gpt.py"]),
 }
 HELPERS = ["tests/conftest.py", "tests/wasm_host.py"]  # imported by the tests, never mutated
 KILLED = {"killed", "timeout"}  # a mutant that hangs is caught too (mutmut's own count)

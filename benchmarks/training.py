@@ -15,7 +15,7 @@ run, in Chromium just before and just after each training (the machine is shared
 speed drifts: `--rounds` trainings, each between its own two peaks, and the goal is judged
 on the median round's share), as the step's FLOPs over the sum of each shape's best time, twice: with
 numpy's ways (`@`, einsum row-wise, einsum dot-wise) and with the WebAssembly SIMD kernel
-the training multiplies with (widgets_py/models/kernel.py). Goals (issue 13): >= 50 % of the
+the training multiplies with (widgets_py/accel/kernel.py). Goals (issue 13): >= 50 % of the
 peak, and 500 steps in <= 15 s.
 """
 
@@ -40,7 +40,7 @@ from conftest import CHROMIUM_ARGS, KERNEL_WARM, _Quiet, build_site, chromium_pa
 
 from widgets_py.engine import registry
 
-from widgets_py.models import corpus, pretrained, train  # noqa: E402
+from widgets_py.maths import corpus, pretrained, train  # noqa: E402
 from widgets_py.engine.browser import Trainer  # noqa: E402
 from widgets_py.engine.session import Session  # noqa: E402
 
@@ -50,7 +50,7 @@ GOAL_500_STEPS_S = 15.0
 
 PEAK = """
 import time, numpy as np  # `shapes` is given (peak_code)
-from widgets_py.models import kernel as wasm
+from widgets_py.accel import kernel as wasm
 kernel, _ = wasm.browser_kernel()
 rng = np.random.default_rng(0)
 def best(f, reps=5, inner=4):

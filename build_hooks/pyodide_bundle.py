@@ -14,7 +14,7 @@ from __future__ import annotations
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-from widgets_py.models import pretrained
+from widgets_py.maths import pretrained
 
 from . import assets, bundle, bytecode, trim
 

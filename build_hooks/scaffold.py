@@ -32,8 +32,8 @@ class ScaffoldError(Exception):
 WIDGET = '''"""{title}: the weights' memory of a model of the table, in one number format.
 
 Written by `./dev new widget`: a working start. Replace the computation with your widget's
-own, keeping its shape: `compute` does the work with the shared maths (models/serving.py,
-models/hardware.py), `figure` only draws what it returns.
+own, keeping its shape: `compute` does the work with the shared maths (maths/serving.py,
+maths/hardware.py), `figure` only draws what it returns.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from ..engine import fmt
 from ..engine.params import Output, Param
 from ..engine.svg import Plot
 from ..engine.widget import Widget
-from ..models.hardware import MODELS, counts
-from ..models.numformats import FORMATS
-from ..models.serving import WEIGHT_FORMATS, format_choices
+from ..maths.hardware import MODELS, counts
+from ..maths.numformats import FORMATS
+from ..maths.serving import WEIGHT_FORMATS
 
 
 def {name}(model: str, weight_format: str) -> dict:
@@ -64,7 +64,7 @@ WIDGET = Widget(
     title="{title}",
     params=(
         Param("model", "choice", "llama-3-70b", "Model", choices=tuple((k, m.label) for k, m in MODELS.items())),
-        Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
+        Param("weight_format", "choice", "bf16", "Format dels pesos", choices=fmt.format_choices(WEIGHT_FORMATS)),
     ),
     outputs=(
         Output("params_b", "paràmetres", "G", 2),

@@ -375,7 +375,7 @@ def main() -> None:
     ap.add_argument("--out-dir", type=Path, default=HERE,
                     help="where to write COPYRIGHT (default: the directory of this script)")
     ap.add_argument("--text", type=Path, default=HERE.parent / "widgets_py" / "data" / "ca.txt",
-                    help="where to write ca.txt (default: widgets_py/models/data/, package data of the bundle)")
+                    help="where to write ca.txt (default: widgets_py/maths/data/, package data of the bundle)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ca-corpus-") as tmp:

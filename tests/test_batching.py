@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from widgets_py import run
 from widgets_py.cap15.batching import LONG_PROMPT, chunk_pass, decode_ms, roofline_ms, workload
-from widgets_py.models.batching_sim import Pass, Request, decode_pass, simulate
-from widgets_py.models.serving import causal_pairs
+from widgets_py.maths.batching_sim import Pass, Request, decode_pass, simulate
+from widgets_py.maths.serving import causal_pairs
 
 
 def flat(step_ms: float, per_prompt_token_ms: float = 0.0):

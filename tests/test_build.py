@@ -57,7 +57,7 @@ def check_prerendered(site, page):
     wheel = (runtime / entry["file_name"]).read_bytes()
     assert assets.sha256(wheel) == entry["sha256"] == config["sha256"]  # what loadPackage checks
     with zipfile.ZipFile(io.BytesIO(wheel)) as z:  # code, weights and corpus as package data
-        assert {"widgets_py/engine/browser.py", "widgets_py/models/weights/manifest.json", "widgets_py/models/data/ca.txt"} <= set(z.namelist())
+        assert {"widgets_py/engine/browser.py", "widgets_py/maths/weights/manifest.json", "widgets_py/maths/data/ca.txt"} <= set(z.namelist())
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in z.infolist())  # no build time in the bytes
 
 

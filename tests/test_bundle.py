@@ -31,7 +31,7 @@ def test_wheel_carries_code_weights_corpus_and_a_record_of_them():
         names = set(z.namelist())
         info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/RECORD"))
         record = z.read(f"{info}/RECORD").decode()
-    assert {"widgets_py/engine/registry.py", "widgets_py/models/weights/mini.npz", "widgets_py/models/data/ca.txt"} <= names
+    assert {"widgets_py/engine/registry.py", "widgets_py/maths/weights/mini.npz", "widgets_py/maths/data/ca.txt"} <= names
     assert not any("__pycache__" in n for n in names)
     assert {line.split(",")[0] for line in record.splitlines()} == names
 

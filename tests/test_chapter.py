@@ -257,8 +257,8 @@ def test_constants_the_prose_quotes_are_the_code_s():
 
     from widgets_py.cap15 import quantize
     from widgets_py.engine import fmt
-    from widgets_py.models import train
-    from widgets_py.models.hardware import MODELS
+    from widgets_py.maths import train
+    from widgets_py.maths.hardware import MODELS
 
     text = re.sub(r"\s+", " ", (ROOT / "docs/cap15/index.md").read_text())
     training = inspect.signature(train.evaluate).parameters["tokens"].default

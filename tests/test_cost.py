@@ -5,7 +5,7 @@ import math
 import pytest
 
 from widgets_py import formatted, run
-from widgets_py.models.serving import Setup, decode_step, step_time
+from widgets_py.maths.serving import Setup, decode_step, step_time
 
 
 def test_seed_defaults():
@@ -54,7 +54,7 @@ def test_mixtral_row_follows_the_expert_reads():
 
 def test_presets_stay_within_each_model_context():
     from widgets_py.cap15.cost import _presets
-    from widgets_py.models.hardware import MODELS
+    from widgets_py.maths.hardware import MODELS
 
     rows = dict(_presets({"gpu": "h100-80gb", "concurrency": 32, "weight_format": "bf16", "kv_format": "bf16",
                           "reserve_pct": 10, "price": 3.0, "prompt": 7000, "answer": 1000}))
@@ -81,7 +81,7 @@ def test_dollars_scale_with_price_and_gpus():
 def test_one_request_worked_by_hand():
     """7.000 tokens in, 1.000 out, Llama 3 70B in bf16 on 8 H100 SXM at 3 dollars per GPU and
     hour, 32 sequences of 8.192 tokens: every factor written out, none taken from serving.py."""
-    from widgets_py.models.hardware import GPUS, MODELS
+    from widgets_py.maths.hardware import GPUS, MODELS
 
     # Llama 3 70B (meta-llama/Meta-Llama-3-70B config.json): d 8192, 80 layers, 64 heads, 8 KV heads of 128,
     # MLP 28672 (SwiGLU: 3 matrices), vocabulary 128256, untied head

@@ -86,7 +86,7 @@ def test_edits_are_kept_per_key():
 
 
 def test_an_edit_computes_what_the_weights_keep_for_itself():
-    """Results kept for the weights (pretrained.derived: a prefill, a drawn figure) are the
+    """Results kept for the weights (session.cached: a prefill, a drawn figure) are the
     edited code's own: an edit that changes how one is computed shows its change, even at
     parameters the shipped code has already answered."""
     params = {"position": 37}

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from widgets_py.engine.session import Session
-from widgets_py.models import gpt, layers
-from widgets_py.models.backend import Backend
+from widgets_py.maths import gpt, layers
+from widgets_py.accel.backend import Backend
 
 RTOL = 1e-5  # relative error allowed between analytic and numeric gradients (float64)
 
@@ -43,7 +43,7 @@ MATMULS = ["blas", "einsum", "wasm"]  # einsum and the wasm kernel (in wasmtime)
 @pytest.fixture(params=MATMULS)
 def matmul(request, monkeypatch):
     """Every way gpt.py multiplies matrices must give the reference's numbers: a session on
-    each backend (models.backend)."""
+    each backend (accel.backend)."""
     if request.param == "wasm":
         from wasm_host import kernel
         k = kernel()
@@ -190,7 +190,7 @@ def test_prefill_plus_decode_equals_full_forward(rng):
 
 # ---- oracle: an independent float64 forward in picoGPT's style ------------------------
 # After jaymody/picoGPT gpt2.py: plain functions, no caches, its own layer norm, attention
-# and MLP, written from the maths rather than from widgets_py/models/gpt.py. Same parameter dict
+# and MLP, written from the maths rather than from widgets_py/maths/gpt.py. Same parameter dict
 # and config semantics as our model: pre-norm blocks, ReLU MLP (not GELU), tied output head,
 # fixed sinusoidal positions (Vaswani et al. 2017, §3.5) scaled by 0.02 as gpt.py documents.
 
@@ -405,10 +405,10 @@ def test_softmaxes_are_stable_row_by_row():
 
 
 def test_only_read_only_parameters_are_packed_once(rng):
-    """The kernel's packed weights are kept for a dict of read-only arrays (pretrained.load's,
+    """The kernel's packed weights are kept for a dict of read-only arrays (session.load's,
     shared by every widget) and rebuilt for writable ones: training updates them in place,
     and a held-out loss during training must see the new values."""
-    from widgets_py.models.compiled import packed
+    from widgets_py.accel.compiled import packed
 
     cfg = gpt.GPTConfig(vocab=11, d=8, layers=2, heads=2, context=6)
     p, be = gpt.init(cfg, 3), Backend()
@@ -423,11 +423,11 @@ def test_only_read_only_parameters_are_packed_once(rng):
 
 
 def test_pretrained_weights_cannot_be_changed_in_place():
-    """Every widget shares pretrained.load's arrays, and packed() keeps their vector: writing
+    """Every widget shares session.load's arrays, and packed() keeps their vector: writing
     into them is refused rather than silently stale."""
-    from widgets_py.models import pretrained
+    from widgets_py.engine import session
 
-    _, p, _ = pretrained.load("mini")
+    _, p, _ = session.load("mini")
     with pytest.raises(ValueError, match="read-only"):
         p["h0.qkv.w"][0, 0] = 1.0
 
@@ -445,7 +445,7 @@ def kernel_session(**kw):
 
 def passes_ran(session) -> set[str]:
     """The primitives the session's kernel ran (wasm_host records each op's code)."""
-    from widgets_py.models import primitives
+    from widgets_py.accel import primitives
 
     codes = {code: op for op, code in primitives.CODES.items()}
     return {codes[c] for c in session.backend.kernel.host.calls}
@@ -576,7 +576,7 @@ def test_every_config_field_varied_runs_on_the_kernel_as_in_float64(field):
     GPTConfig fails here until it has a value, and until the kernel computes it (or refuses)."""
     import dataclasses
 
-    from widgets_py.models import backend
+    from widgets_py.accel import backend
 
     assert set(FIELD_VALUES) == {f.name for f in dataclasses.fields(gpt.GPTConfig)}
     base = gpt.GPTConfig(vocab=11, d=12, layers=2, heads=3, context=7, mlp=3)
@@ -600,7 +600,7 @@ def test_the_kernel_refuses_a_config_it_does_not_compute(monkeypatch):
     runs numpy's layers: never a choice it lacks computed as another, nor a new field ignored."""
     import dataclasses
 
-    from widgets_py.models import backend
+    from widgets_py.accel import backend
 
     base = gpt.GPTConfig(vocab=9)
     for choice in ({}, {"activation": "gelu"}, {"norm": "rmsnorm"}):

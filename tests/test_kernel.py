@@ -1,4 +1,4 @@
-"""The WebAssembly SIMD kernel the browser runs the mini-GPT with (widgets_py/models/kernel.py,
+"""The WebAssembly SIMD kernel the browser runs the mini-GPT with (widgets_py/accel/kernel.py,
 wasm/*.c) and the programs Python compiles for it (program.py, tape.py, compiled.py): the
 committed binary is its sources built; programs lay their buffers out without overlaps, with
 slack; its products are float64's within float32 rounding, at every shape (odd rows and
@@ -17,19 +17,21 @@ from hypothesis import strategies as st
 
 from wasm_host import WasmtimeHost, kernel, on_kernel, wasmtime  # noqa: F401  (skips the module without wasmtime)
 
+from widgets_py.engine import session
 from widgets_py.engine.session import Session
-from widgets_py.models import backend, compiled, gpt, kernel_build, primitives, program, tape
-from widgets_py.models import kernel as wasm
-from widgets_py.models.backend import Backend
-from widgets_py.models.builder import Builder
-from widgets_py.models.program import P, Buffer, Dim, Ref, lay_out
+from widgets_py.accel import backend, compiled, kernel_build, primitives, program, tape
+from widgets_py.maths import gpt
+from widgets_py.accel import kernel as wasm
+from widgets_py.accel.backend import Backend
+from widgets_py.accel.builder import Builder
+from widgets_py.accel.program import P, Buffer, Dim, Ref, lay_out
 
 
 # ---- the binary and its sources ------------------------------------------------------------
 
 def test_the_generated_header_is_current():
     """wasm/ops.h is primitives.OPS written as C: a struct per primitive and run()'s dispatch."""
-    assert wasm.HEADER.read_text() == primitives.header(), "regenerate: python -m widgets_py.models.kernel_build"
+    assert wasm.HEADER.read_text() == primitives.header(), "regenerate: python -m widgets_py.accel.kernel_build"
 
 
 def test_the_committed_binary_is_its_sources_built():
@@ -39,7 +41,7 @@ def test_the_committed_binary_is_its_sources_built():
         if os.environ.get("CI"):
             pytest.fail(f"no {' or '.join(kernel_build.CLANG)}: ./dev test installs clang-14 and lld-14")
         pytest.skip(f"no {' or '.join(kernel_build.CLANG)} (apt-get install clang-14 lld-14)")
-    assert wasm.WASM.read_bytes() == kernel_build.build(), "rebuild: python -m widgets_py.models.kernel_build"
+    assert wasm.WASM.read_bytes() == kernel_build.build(), "rebuild: python -m widgets_py.accel.kernel_build"
 
 
 def test_the_binary_exports_run_and_starts_programs_past_its_stack():
@@ -260,9 +262,9 @@ def test_a_programs_weights_stay_in_the_kernel_while_it_runs_again():
     """Decode steps run one program again and again with the same read-only weights: they are
     copied into the kernel once; another program in between, or other weights, copies them
     again (and the steps' logits do not depend on which)."""
-    from widgets_py.models import pretrained
+    from widgets_py.engine import session
 
-    cfg, p, _ = pretrained.load("mini")
+    cfg, p, _ = session.load("mini")
     weights = sum(v.size for v in p.values())
     k = kernel()
     with on_kernel(k):
@@ -440,7 +442,7 @@ def float64(p):
 
 def passes(p, cfg, fn, **inputs):
     """fn's outputs on the kernel (wasmtime) and in numpy's float64 (eager.py): the same pass."""
-    from widgets_py.models.eager import Eager
+    from widgets_py.maths.eager import Eager
 
     got = compiled.Compiled(Backend(kernel=kernel(), einsum=True), p, cfg, gpt.shapes(cfg)).call(fn, **inputs)
     as64 = {k: None if v is None else v.astype(np.float64) if k != "past" else [tuple(m.astype(np.float64) for m in kv) for kv in v]
@@ -579,7 +581,7 @@ def test_adamw_in_the_kernel_is_numpys_to_the_bit(n, steps, seed):
     """train.AdamW's step through the kernel (the browser's) and through numpy (natively):
     the same parameters and moments, bit for bit, after each of several steps, with the
     decoupled decay on matrices only, at sizes that are not multiples of 4."""
-    from widgets_py.models import train
+    from widgets_py.maths import train
 
     rng = np.random.default_rng(seed)
     shapes = {"w": (n, 3), "b": (n,), "e": (2, n)}
@@ -655,12 +657,12 @@ def test_a_held_out_loss_in_one_call_is_the_kernels_pieces_to_the_bit_and_float6
 
 
 def test_warming_the_kernel_runs_every_primitive_the_shipped_models_use():
-    """gpt.warm_kernel, which the worker runs when idle so that no widget's first change pays
+    """backend.warm, which the worker runs when idle so that no widget's first change pays
     for the kernel's first calls, runs every primitive a ReLU and LayerNorm model's passes,
     products and AdamW use (GELU's are a config's choice, a standalone ReLU a variant's)."""
     k = kernel()
     with on_kernel(k):
-        gpt.warm_kernel()
+        backend.warm(session.current().products())
     codes = {code: op for op, code in primitives.CODES.items()}
     assert {codes[c] for c in k.host.calls} == set(primitives.OPS) - {"gelu", "gelu_backward", "relu"}
 
@@ -669,9 +671,9 @@ def test_quantizes_activation_maxima_read_the_kernels_kept_caches():
     """SmoothQuant's activation maxima read each layer's cache after a training-style forward:
     through the kernel they come from its memory (compiled.Kept), numpy's within rounding."""
     from widgets_py.cap15 import quantize
-    from widgets_py.models import pretrained
+    from widgets_py.engine import session
 
-    cfg, p, _ = pretrained.load("mini")
+    cfg, p, _ = session.load("mini")
     ref = quantize.activation_maxima(p, cfg)
     with on_kernel():
         got = quantize.activation_maxima(p, cfg)

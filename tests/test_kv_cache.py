@@ -3,7 +3,7 @@
 import pytest
 
 from widgets_py import run
-from widgets_py.models.hardware import MODELS, counts
+from widgets_py.maths.hardware import MODELS, counts
 from widgets_py.cap15.kv_cache import fill, prefix_caching
 
 import numpy as np

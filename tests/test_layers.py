@@ -1,14 +1,60 @@
-"""The package shows its layers: engine, models, chapters; and no import cycle anywhere."""
+"""The package shows its layers, chapters > engine > accel > maths, each importing only those
+below it (import-linter's layers contract, pyproject.toml); no import cycle anywhere."""
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 from conftest import ROOT
 
 PACKAGE = ROOT / "widgets_py"
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def chapters(package: Path) -> list[str]:
+    return sorted(p.name for p in package.iterdir() if re.fullmatch(r"cap\d+", p.name) and (p / "__init__.py").is_file())
+
+
+def lint(package: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    """import-linter's verdict on `package` (a widgets_py folder), under pyproject.toml's
+    contract with every chapter package of it in the top layer."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    [contract] = config["contracts"]
+    layers = [" | ".join(chapters(package)), *contract["layers"][1:]]
+    lines = ["[importlinter]", f"root_package = {config['root_package']}", "",
+             f"[importlinter:contract:{contract['id']}]", f"name = {contract['name']}", f"type = {contract['type']}",
+             f"containers = {' '.join(contract['containers'])}", "layers =", *(f"    {layer}" for layer in layers)]
+    ini = tmp_path / "contract.ini"
+    ini.write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(package.parent)}  # this folder's widgets_py first
+    return subprocess.run([str(LINT), "--config", str(ini), "--no-cache"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+
+
+def test_the_layer_contract_holds(tmp_path):
+    """The contract covers every chapter of the package, and the package keeps it."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert config["contracts"][0]["layers"][0] in chapters(PACKAGE)
+    out = lint(PACKAGE, tmp_path)
+    assert out.returncode == 0 and "1 kept, 0 broken" in out.stdout, out.stdout + out.stderr
+
+
+def test_the_layer_contract_fails_on_an_upward_import(tmp_path):
+    """A maths module that imports the engine (its Catalan formats) breaks the contract, by name."""
+    copy = tmp_path / "pkg" / "widgets_py"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.npz", "*.wasm"))
+    serving = copy / "maths" / "serving.py"
+    serving.write_text(serving.read_text() + "\nfrom ..engine import fmt  # an upward import\n")
+    out = lint(copy, tmp_path)
+    assert out.returncode != 0 and "BROKEN" in out.stdout, out.stdout + out.stderr
+    assert "widgets_py.maths.serving -> widgets_py.engine.fmt" in out.stdout, out.stdout
 
 
 def module_name(path: Path) -> str:
@@ -65,17 +111,31 @@ def test_layers_import_downwards_only():
                 assert not re.match(r"cap\d+$", dep_layer), f"{name} imports the chapter module {dep}"
             if re.match(r"cap\d+$", layer) and re.match(r"cap\d+$", dep_layer):
                 assert dep == f"widgets_py.{layer}", f"widget {name} imports {dep}"
-    assert {"widgets_py.engine.registry", "widgets_py.models.gpt", "widgets_py.cap15.roofline"} <= set(imports())
+    assert {"widgets_py.engine.registry", "widgets_py.maths.gpt", "widgets_py.cap15.roofline"} <= set(imports())
+
+
+def test_the_maths_and_acceleration_write_no_words_for_readers():
+    """Sentences for readers are made in the widgets and engine.fmt; below the engine a
+    string is a key, a label from a datasheet or a message for a developer (in English)."""
+    catalan = re.compile(r"[àèéíòóúïüç]|\b(del|amb|els|les|una|dels|posicions|només|límit)\b", re.I)
+    for path in [*(PACKAGE / "accel").glob("*.py"), *(PACKAGE / "maths").glob("*.py")]:
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                      and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                assert not catalan.search(node.value), f"{path.name}:{node.lineno}: {node.value!r}"
 
 
 def test_shared_modules_cite_no_chapter_section():
-    for path in [*(PACKAGE / "engine").glob("*.py"), *(PACKAGE / "models").glob("*.py")]:
+    for path in [*(PACKAGE / "engine").glob("*.py"), *(PACKAGE / "accel").glob("*.py"), *(PACKAGE / "maths").glob("*.py")]:
         for line in path.read_text().splitlines():
             assert not re.search(r"§\s*\d", line) or "et al." in line, f"{path.name}: {line.strip()}"
 
 
 def test_widget_modules_keep_no_cache_of_their_own():
-    """Results that outlive a call live with the weights (pretrained.derived), where a retraining
+    """Results that outlive a call live with the weights (session.cached), where a retraining
     drops them all; a widget's own lru_cache or module dict would keep the old weights' numbers."""
     for path in PACKAGE.glob("cap*/*.py"):
         tree = ast.parse(path.read_text())

@@ -5,7 +5,8 @@ import pytest
 
 from widgets_py import run
 
-from widgets_py.models import corpus, gpt, pretrained, train
+from widgets_py.engine import browser, session
+from widgets_py.maths import corpus, gpt, pretrained, train
 from widgets_py.cap15.clock import LENGTHS, counts
 
 
@@ -23,7 +24,7 @@ def test_the_bigram_baseline_scores_the_span_the_model_is_scored_on():
     tr, ho = corpus.data()
     v = len(corpus.vocab())
     n = train.EVAL_TOKENS
-    inputs, targets = train.windows(pretrained.load("mini")[0], ho, n)
+    inputs, targets = train.windows(session.load("mini")[0], ho, n)
     assert inputs.size == n and np.array_equal(inputs.ravel(), ho[:n]) and np.array_equal(targets.ravel(), ho[1:n + 1])
     counts = np.zeros((v, v))
     np.add.at(counts, (tr[:-1], tr[1:]), 1)
@@ -38,9 +39,9 @@ def test_the_bigram_baseline_scores_the_span_the_model_is_scored_on():
 
 def test_pretrained_models_beat_the_bigram_baseline():
     for name in ("mini", "target"):
-        cfg, p, history = pretrained.load(name)
+        cfg, p, history = session.load(name)
         assert train.evaluate(p, cfg, corpus.data()[1]) < corpus.bigram_baseline(train.EVAL_TOKENS), name
-    assert gpt.n_params(pretrained.load("mini")[1]) == pytest.approx(28_800, rel=0.05)
+    assert gpt.n_params(session.load("mini")[1]) == pytest.approx(28_800, rel=0.05)
 
 
 def test_training_is_deterministic_and_cancellable():
@@ -55,7 +56,7 @@ def test_training_is_deterministic_and_cancellable():
 
 
 def test_counter_ratio_is_exactly_L():
-    cfg, p, _ = pretrained.load("mini")
+    cfg, p, _ = session.load("mini")
     for L in LENGTHS:
         c = counts(cfg, gpt.n_params(p), L)
         assert c["bytes_decode"] / c["bytes_prefill"] == pytest.approx(L)
@@ -68,9 +69,9 @@ def test_the_workers_warm_steps_leave_what_first_changes_need_in_place():
     loaded and checked, for the widgets' first changes to find."""
     from widgets_py.engine import session
 
-    pretrained.forget()
+    session.forget()
     corpus.bigram.cache_clear()
-    for step in pretrained.preparations():
+    for step in browser.preparations():
         step()
     assert session.current().models.keys() == pretrained.specs().keys()  # loaded, in this session
     assert corpus.bigram.cache_info().currsize == 1

@@ -1,4 +1,4 @@
-"""The kernel's helper (widgets_py/models/offload.py, assets/tw/helper.js) in CPython: passes
+"""The kernel's helper (widgets_py/engine/offload.py, assets/tw/helper.js) in CPython: passes
 recorded on one kernel and replayed on another give the same bits, and the quantize widget
 answers the same with the helper as without it, whether its jobs come back, fail or are
 dropped. Here both kernels are wasmtime's; the browser suite runs the real helper."""
@@ -13,9 +13,11 @@ from wasm_host import WasmtimeHost, kernel, on_kernel  # noqa: F401  (skips the 
 from widgets_py.cap15 import quantize
 from widgets_py.engine import browser, protocol, registry, session
 from widgets_py.engine.widget import finish
-from widgets_py.models import backend, corpus, gpt, offload, pretrained, primitives, train
-from widgets_py.models import kernel as wasm
-from widgets_py.models.compiled import Compiled
+from widgets_py.accel import backend, primitives
+from widgets_py.maths import corpus, gpt, train
+from widgets_py.engine import offload
+from widgets_py.accel import kernel as wasm
+from widgets_py.accel.compiled import Compiled
 
 
 class Typed:
@@ -89,11 +91,11 @@ def connected(answer: str = "reads") -> Helper:
 
 
 def test_a_recorded_pass_replayed_on_another_kernel_gives_its_bits(kernelled):
-    cfg, p, _ = pretrained.load("mini")
+    cfg, p, _ = session.load("mini")
     x, y = train.windows(cfg, corpus.data()[1], 512)
-    here = Compiled(backend.current(), p, cfg, gpt.shapes(cfg)).call(gpt.held_out, x=gpt.embed(p, cfg, x), targets=y)
+    here = Compiled(session.current().products(), p, cfg, gpt.shapes(cfg)).call(gpt.held_out, x=gpt.embed(p, cfg, x), targets=y)
     recorder = offload.Recorder()
-    there = Compiled(backend.current(), p, cfg, gpt.shapes(cfg), kernel=wasm.Kernel(recorder)).call(
+    there = Compiled(session.current().products(), p, cfg, gpt.shapes(cfg), kernel=wasm.Kernel(recorder)).call(
         gpt.held_out, x=gpt.embed(p, cfg, x), targets=y)
     offload.connect(Helper())
     job = offload.Job(session.current().helper, recorder, lambda: gpt.nll(*there), lambda: pytest.fail("computed here"))
@@ -135,7 +137,7 @@ def test_quantize_answers_the_same_with_the_helper(kernelled, answer):
     late (worker.js stops waiting), are the values computed without it, to the bit."""
     params = dict(granularity="group", group=32, outliers=40.0, outlier_handling="none")
     alone = finish(quantize.quantization(**params))
-    pretrained.forget()
+    session.forget()
     helper = connected(answer)
     before = len(kernelled.host.calls)
     with offload.waited():  # as browser.Run advances a staged compute
@@ -144,7 +146,7 @@ def test_quantize_answers_the_same_with_the_helper(kernelled, answer):
     assert len(helper.jobs) == 3
     losses = kernelled.host.calls[before:].count(primitives.CODES["pick"])  # the held-out losses this worker computed
     assert losses == (3 if answer == "reads" else 6)  # failed or late jobs: computed here
-    pretrained.forget()
+    session.forget()
     assert finish(quantize.quantization(**params | {"group": 16})) != alone  # the test can tell
 
 

@@ -9,8 +9,8 @@ from hypothesis.extra import numpy as hnp
 
 from widgets_py import run
 from widgets_py.engine import registry
-from widgets_py.models import pretrained
-from widgets_py.models.quantiles import median, percentile, weighted_percentile
+from widgets_py.engine import session
+from widgets_py.maths.quantiles import median, percentile, weighted_percentile
 
 
 def test_weighted_percentile():
@@ -41,10 +41,10 @@ def test_no_widget_calls_np_median(monkeypatch):
     widget would pay. Every widget, at its defaults and with LLM.int8 (the quantize path that
     takes a median), runs with np.median refused."""
     def refused(*args, **kwargs):
-        raise AssertionError("np.median called: use widgets_py.models.quantiles.median")
+        raise AssertionError("np.median called: use widgets_py.maths.quantiles.median")
 
     monkeypatch.setattr(np, "median", refused)
-    pretrained.forget()  # nothing computed before: every path runs
+    session.forget()  # nothing computed before: every path runs
     for name in registry.names():
         run(name)
     run("quantize", {"outlier_handling": "llmint8"})

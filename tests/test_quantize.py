@@ -16,8 +16,9 @@ import pytest
 from widgets_py import run
 
 from widgets_py.engine.session import Session
-from widgets_py.models import gpt, pretrained
-from widgets_py.models.numformats import BITS, NF4, bf16, decode, e4m3, encode, encode_many, nearest, quantize
+from widgets_py.engine import session
+from widgets_py.maths import gpt
+from widgets_py.maths.numformats import BITS, NF4, bf16, decode, e4m3, encode, encode_many, nearest, quantize
 from widgets_py.cap15 import quantize as widget
 
 # bitsandbytes functional.get_4bit_type("nf4"), hard-coded there from create_normal_map;
@@ -134,7 +135,7 @@ def test_group_quantizer_matches_a_plain_loop(fmt, group):
 
 
 def test_bits_per_weight_count_the_stored_arrays():
-    cfg, p, _ = pretrained.load("mini")
+    cfg, p, _ = session.load("mini")
     mats = [widget.input_major(k, v).shape for k, v in p.items() if v.ndim == 2]  # [in, out] each
     n = sum(i * o for i, o in mats)
     for group in (8, 32, 64, 128):
@@ -194,12 +195,12 @@ def test_llm_int8_and_smoothquant_undo_the_outlier_damage():
         assert v["degradation_int4"] < 0.2 * none["degradation_int4"], handling
         assert v["degradation_int4"] < 2 * clean["degradation_int4"] + 0.01, handling
     kept = run("quantize", {"outlier_handling": "llmint8"}).values
-    assert kept["kept_channels"] == len(widget.OUTLIER_CHANNELS) * 2 * pretrained.load("mini")[0].layers
+    assert kept["kept_channels"] == len(widget.OUTLIER_CHANNELS) * 2 * session.load("mini")[0].layers
     assert kept["bits_int4"] > none["bits_int4"] and kept["bits_bf16"] == 16  # 16-bit rows are paid for
 
 
 def test_smoothquant_is_exact_in_float_and_cancels_the_outlier_factor():
-    cfg = pretrained.load("mini")[0]
+    cfg = session.load("mini")[0]
     smoothed = {}
     for factor in (1.0, 40.0):
         base = widget.model(factor)[1]
@@ -220,11 +221,11 @@ def test_llm_int8_finds_exactly_the_injected_channels():
 
 
 def test_results_follow_the_weights_generation():
-    """Results are kept with the weights (pretrained.derived): new weights, new numbers."""
+    """Results are kept with the weights (session.cached): new weights, new numbers."""
     before = run("quantize").values
-    cfg, p, history = pretrained.load("mini")
+    cfg, p, history = session.load("mini")
     shifted = {k: (v * 0.5 if k == "wte" else v) for k, v in p.items()}
     with Session().active():  # a session of its own: the shifted weights go with it
-        pretrained.override("mini", shifted, history)
+        session.override("mini", shifted, history)
         after = run("quantize").values
     assert after["loss_original"] != before["loss_original"]

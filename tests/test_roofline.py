@@ -5,7 +5,7 @@ import math
 import pytest
 
 from widgets_py import run
-from widgets_py.models.hardware import MODELS, counts
+from widgets_py.maths.hardware import MODELS, counts
 from widgets_py.cap15.roofline import roofline
 
 
@@ -99,7 +99,7 @@ def test_read_share_leaves_the_input_table_out():
     # review 4, P1: a pass looks rows up in the input table and never reads it whole, so the share
     # is of the matrices a pass can read: a dense model reads all of them from one sequence, and a
     # MoE never reads a larger share than a dense model at the same batch
-    from widgets_py.models.serving import matrices_read_share
+    from widgets_py.maths.serving import matrices_read_share
     dense, moe = MODELS["llama-3-70b"], MODELS["mixtral-8x7b"]
     for batch in (1, 32, 256):
         assert matrices_read_share(dense, batch) == 1.0

@@ -15,7 +15,8 @@ import pytest
 
 from widgets_py import run
 
-from widgets_py.models import corpus, gpt, pretrained
+from widgets_py.engine import session
+from widgets_py.maths import corpus, gpt
 from widgets_py.cap15.sampling import (SAMPLE_CHARS, TOP_P_TOL, context_at, draw, generate, penalised,
                                  restricted, shape)
 
@@ -328,7 +329,7 @@ def tv(a, b) -> float:
     (300, dict(temperature=1.3, top_k=0, top_p=0.95, min_p=0.0, penalty=1.3)),  # penalty: the whole prompt
 ])
 def test_every_step_samples_from_a_fresh_forward_over_the_window(position, settings):
-    cfg, params, _ = pretrained.load("mini")
+    cfg, params, _ = session.load("mini")
     prompt = context_at(position)
     seq, worst = list(prompt), 0.0
     steps = list(generate(params, cfg, prompt, 60, settings, np.random.default_rng(3)))
@@ -346,7 +347,7 @@ def test_every_step_samples_from_a_fresh_forward_over_the_window(position, setti
 def test_the_widget_sample_is_the_generator_output():
     settings = dict(temperature=0.9, top_k=20, top_p=0.9, min_p=0.02, penalty=1.1)
     v = run("sampling", {**settings, "position": 50, "seed": 4}).values
-    cfg, params, _ = pretrained.load("mini")
+    cfg, params, _ = session.load("mini")
     tokens = [s.token for s in generate(params, cfg, context_at(50), SAMPLE_CHARS, settings,
                                         np.random.default_rng(4))]
     assert v["sample"] == corpus.decode(tokens)
@@ -391,7 +392,7 @@ def test_entropy_and_perplexities_of_the_panel():
     assert entropy(np.array([1.0, 0.0, 0.0])) == 0.0  # zeros contribute nothing, not NaN
     settings = dict(temperature=0.7, top_k=5, top_p=1.0, min_p=0.0, penalty=1.0)
     v = run("sampling", {**settings, "position": 120}).values
-    cfg, params, _ = pretrained.load("mini")
+    cfg, params, _ = session.load("mini")
     logits = gpt.forward(params, cfg, context_at(120)[-cfg.context:][None])[0, -1].astype(np.float64)
     raw = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()  # [V] T = 1, nothing cut
     tempered = np.exp((logits - logits.max()) / 0.7)
@@ -408,7 +409,7 @@ def test_the_generator_draws_from_its_distribution():
     """The first token of 4,000 seeded runs against the step's own distribution: each of the
     top candidates within 4.5 standard errors of its probability (a uniform draw, or a draw
     from the untruncated distribution, lands tens of errors away)."""
-    cfg, params, _ = pretrained.load("mini")
+    cfg, params, _ = session.load("mini")
     settings = dict(temperature=1.0, top_k=4, top_p=1.0, min_p=0.0, penalty=1.0)
     prompt = context_at(200)
     dist = next(generate(params, cfg, prompt, 1, settings, np.random.default_rng(0))).dist

@@ -212,7 +212,7 @@ def test_a_patched_module_is_shown_on_every_widget_and_undone_by_restore(watched
     page.select_option(f"{roofline} select[name=model]", "mixtral-8x7b")
     ready(page)
     shipped = json.loads(page.get_attribute(roofline, "data-values"))
-    start_edit(page, "from ..models import hardware as _hw\nimport dataclasses as _dc\n"
+    start_edit(page, "from ..maths import hardware as _hw\nimport dataclasses as _dc\n"
                       "_hw.GPUS['h100-80gb'] = _dc.replace(_hw.GPUS['h100-80gb'], bandwidth=2 * _hw.GPUS['h100-80gb'].bandwidth)\n",
                 cost)
     run_edit(page, cost)

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from widgets_py import names, run
-from widgets_py.models.hardware import GPU, GPUS, MODELS, ModelCard, counts
-from widgets_py.models.serving import (FORMATS, Setup, decode_step, expected_experts, kv_bytes_per_token, params_read,
+from widgets_py.maths.hardware import GPU, GPUS, MODELS, ModelCard, counts
+from widgets_py.maths.serving import (FORMATS, Setup, decode_step, expected_experts, kv_bytes_per_token, params_read,
                                 step_time, ttft)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,7 +227,7 @@ def test_the_kv_formula_has_one_home():
     # the grep: K and V of every KV head (2 · n_kv · d_head), or MLA's cached latent
     pattern = re.compile(r"2\s*\*\s*\w*\.?n_kv_heads\s*\*\s*\w*\.?d_head|kv_lora\s*\+\s*rope_dim|kv_scalars")
     homes = [p.name for p in (ROOT / "widgets_py").rglob("*.py") if pattern.search(p.read_text())]
-    assert homes == ["serving.py"] and len(pattern.findall((ROOT / "widgets_py" / "models" / "serving.py").read_text())) == 2
+    assert homes == ["serving.py"] and len(pattern.findall((ROOT / "widgets_py" / "maths" / "serving.py").read_text())) == 2
     assert not pattern.search((ROOT / "docs" / "contribuir.md").read_text())
 
 

@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pytest
 
-from widgets_py.models.frontier import batch_in_memory, cache_memory, critical_batch, frontier
-from widgets_py.models.hardware import GPU, GPUS, MODELS, NETWORK, NVLINK4, ModelCard, counts
-from widgets_py.models.serving import (Setup, attention_flops_per_pair, causal_pairs, collective_time, decode_parts,
+from widgets_py.maths.frontier import batch_in_memory, cache_memory, critical_batch, frontier
+from widgets_py.maths.hardware import GPU, GPUS, MODELS, NETWORK, NVLINK4, ModelCard, counts
+from widgets_py.maths.serving import (Setup, attention_flops_per_pair, causal_pairs, collective_time, decode_parts,
                                        decode_step, flops_per_token, kv_bytes_per_token, prefill_parts, step_time, ttft)
 
 LLAMA_8X = Setup("llama-3-70b", "h100-80gb", n_gpus=8)

@@ -20,7 +20,8 @@ import pytest
 
 from widgets_py import run
 
-from widgets_py.models import gpt, pretrained
+from widgets_py.engine import session
+from widgets_py.maths import gpt, pretrained
 from widgets_py.cap15.speculative import (MARKS, PARAMS, PROMPT_CHARS, GPTModel, inverse_cdf, prompt_tokens, probs,
                                           speculate, target_alone)
 
@@ -146,9 +147,9 @@ def test_exact_coupling_reproduces_the_target_alone_on_tiny_gpts(k, temperature)
 @pytest.mark.parametrize("seed", [0, 11])
 def test_exact_coupling_reproduces_the_target_alone_with_the_trained_pair(seed):
     prompt = prompt_tokens()
-    target = GPTModel(*pretrained.load("target")[:2])
+    target = GPTModel(*session.load("target")[:2])
     for draft_every, k in (("1", 4), ("16", 2), ("4", 7)):
-        draft = GPTModel(*pretrained.load(f"draft-{draft_every}")[:2])
+        draft = GPTModel(*session.load(f"draft-{draft_every}")[:2])
         out = speculate(target, draft, prompt, 40, k, "exact", 1.0, seed)
         assert out["tokens"] == target_alone(target, prompt, 40, 1.0, seed)
 

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from widgets_py.cap15 import clock, quantize
-from widgets_py.engine import browser, registry
+from widgets_py.engine import browser, registry, session
 from widgets_py.engine.registry import is_measured, names, replies, reply
 from widgets_py.engine.widget import Partial, finish
-from widgets_py.models import pretrained
 
 
 def final(name: str, params: dict | None = None) -> tuple[list[dict], dict]:
@@ -36,7 +35,7 @@ def test_the_last_stage_is_the_one_shot_reply(name):
 
 
 def test_quantize_shows_its_figure_first_then_each_format_int4_first():
-    pretrained.forget()  # nothing measured for these weights yet
+    session.forget()  # nothing measured for these weights yet
     partials, last = final("quantize", {"group": 32})
     assert len(partials) == 1 + 5  # the original model, then five formats
     first = partials[0]
@@ -60,7 +59,7 @@ def test_the_worker_warms_the_staged_widgets_at_their_defaults():
     warmed = browser.WarmUp.staged()
     assert warmed == [n for n in names() if registry.is_staged(n) and n != "clock"]
     assert {"quantize", "sampling", "speculative", "batching"} <= set(warmed)
-    pretrained.forget()
+    session.forget()
     for name in warmed:
         final(name)
     partials, _ = final("quantize", {"group": 32})
@@ -183,7 +182,7 @@ def test_sampling_shows_the_distribution_then_the_sample_as_it_grows():
 def test_batching_keeps_its_sweep_when_only_the_slots_change():
     """The sweep of slot counts depends on the queue alone: moving the slots finds it kept,
     with the same numbers; another queue computes it again."""
-    pretrained.forget()
+    session.forget()
     cold_partials, cold = final("batching", {"slots": 16})
     assert cold_partials  # the sweep was computed, in stages
     assert final("batching", {"slots": 4})[0] == []
@@ -226,7 +225,7 @@ def test_evaluate_many_skips_what_is_kept_and_shows_the_values_so_far():
     from widgets_py.engine.stages import Evaluation, evaluate_many
 
     with Session().active():
-        pretrained.derived(("e", "b"), lambda: "kept")
+        session.cached(("e", "b"), lambda: "kept")
         evaluations = [Evaluation(("e", name), f"fent {name}", lambda name=name: name.upper()) for name in "abc"]
         gen = evaluate_many(evaluations, lambda values: sorted(values.values()))
         seen = []
@@ -267,5 +266,5 @@ def test_the_warm_up_runs_every_task_in_order_and_notes_what_fails(monkeypatch):
         assert task["failed"] == ["widgets_py.cap15.absent: ModuleNotFoundError: No module named 'widgets_py.cap15.absent'"]
         staged = browser.WarmUp.staged()
         assert "quantize" in staged and "clock" not in staged  # clock times the machine: when asked
-        assert len(tasks) > len(modules) + len(pretrained.preparations()) + len(staged)  # staged runs: a task per stage
+        assert len(tasks) > len(modules) + len(browser.preparations()) + len(staged)  # staged runs: a task per stage
         assert all(task["waiting"] is None for task in tasks)  # no helper here

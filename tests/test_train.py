@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from widgets_py.engine import registry
-from widgets_py.models import corpus, gpt, pretrained, train
+from widgets_py.maths import corpus, gpt, pretrained, train
 
 
 def reference_adamw(p, grads, state, lr, wd, b1=0.9, b2=0.99, eps=1e-8):

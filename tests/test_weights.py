@@ -12,7 +12,8 @@ import json
 import pytest
 
 from widgets_py.engine.session import Memo, Session
-from widgets_py.models import corpus, pretrained, train
+from widgets_py.engine import session
+from widgets_py.maths import corpus, pretrained, train
 
 LOSS_NOISE = 1e-4  # nats: the same weights, evaluated with another BLAS summation order
 
@@ -34,7 +35,7 @@ def test_manifest_pins_every_model_file_corpus_and_config():
 
 def test_recorded_heldout_losses_reproduce_here():
     for name, entry in pretrained.manifest()["models"].items():
-        cfg, p, history = pretrained.load(name)
+        cfg, p, history = session.load(name)
         assert len(history) == entry["steps_trained"]
         assert train.evaluate(p, cfg, corpus.data()[1]) == pytest.approx(entry["heldout_loss"], abs=LOSS_NOISE), name
 
@@ -48,7 +49,7 @@ def unread() -> None:
     """Nothing loaded, not even the shipped files (pretrained.shipped reads each once per
     process): the next load reads and checks them again."""
     pretrained.shipped.cache_clear()
-    pretrained.forget()
+    session.forget()
 
 
 def test_loading_never_trains(monkeypatch):
@@ -57,7 +58,7 @@ def test_loading_never_trains(monkeypatch):
     unread()
     try:
         for name in pretrained.specs():
-            pretrained.load(name)
+            session.load(name)
     finally:
         unread()
 
@@ -69,8 +70,8 @@ def test_stale_weights_are_refused_with_how_to_retrain(monkeypatch):
     unread()
     try:
         with pytest.raises(pretrained.WeightsError, match=r"config changed.*\./dev train mini"):
-            pretrained.load("mini")
-        pretrained.load("target")  # the others still load
+            session.load("mini")
+        session.load("target")  # the others still load
     finally:
         unread()
 
@@ -85,7 +86,7 @@ def test_a_tampered_file_is_refused(monkeypatch, tmp_path):
     unread()
     try:
         with pytest.raises(pretrained.WeightsError, match="sha256"):
-            pretrained.load("mini")
+            session.load("mini")
     finally:
         unread()
 
@@ -94,7 +95,7 @@ def test_a_tampered_file_is_refused(monkeypatch, tmp_path):
 def test_a_brief_retraining_from_scratch_lands_in_its_band(seed):
     """300 steps of the mini spec from a fresh init: measured 2.42-2.65 nats over seeds 1-4
     on two machines' worth of BLAS orders; a broken gradient or optimiser stays above 3."""
-    from widgets_py.models.retrain import one_blas_thread
+    from widgets_py.maths.retrain import one_blas_thread
 
     cfg, tc = pretrained.specs()["mini"]
     with one_blas_thread():
@@ -105,13 +106,13 @@ def test_a_brief_retraining_from_scratch_lands_in_its_band(seed):
 
 
 def test_kept_results_give_way_to_new_ones_least_recently_used_first():
-    """pretrained.derived at its bound drops the result used longest ago, not everything: a
+    """session.cached at its bound drops the result used longest ago, not everything: a
     slider dragged through many values must not cost another widget its scored formats."""
     made = []
-    keep = lambda key: pretrained.derived(key, lambda: made.append(key) or key)  # noqa: E731
+    keep = lambda key: session.cached(key, lambda: made.append(key) or key)  # noqa: E731
     with Session(memo=Memo(limit=3)).active():
         for key in [("a",), ("b",), ("c",), ("a",), ("d",)]:  # "a" used again before "d" comes
             keep(key)
-        assert [pretrained.has_derived(k) for k in [("a",), ("b",), ("c",), ("d",)]] == [True, False, True, True]
+        assert [session.has(k) for k in [("a",), ("b",), ("c",), ("d",)]] == [True, False, True, True]
         keep(("a",))
         assert made == [("a",), ("b",), ("c",), ("d",)]  # "a" was made once

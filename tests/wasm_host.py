@@ -1,4 +1,4 @@
-"""The SIMD kernel (widgets_py/models/wasm/kernel.wasm) run natively by wasmtime, behind the
+"""The SIMD kernel (widgets_py/accel/wasm/kernel.wasm) run natively by wasmtime, behind the
 same Kernel code the browser uses: tests exercise its programs outside a browser."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from widgets_py.models import kernel as wasm
-from widgets_py.models import primitives
+from widgets_py.accel import kernel as wasm
+from widgets_py.accel import primitives
 
 wasmtime = pytest.importorskip("wasmtime")
 
@@ -61,6 +61,6 @@ def on_kernel(k=None):
     """A session (engine.session) whose products run on `k`, a fresh wasmtime kernel if None,
     the way Pyodide's do: the browser's path, natively. Active within a `with` block."""
     from widgets_py.engine.session import Session
-    from widgets_py.models.backend import Backend
+    from widgets_py.accel.backend import Backend
 
     return Session(backend=Backend(kernel=k if k is not None else kernel(), einsum=True)).active()

@@ -4,7 +4,7 @@ The registry finds every `capNN` package of widgets_py and every `WIDGET` in it:
 chapter is a new folder, a new widget a new module."""
 
 # The critical batch in words, shared by the roofline and frontier widgets and the prose: the
-# physics (models.frontier.critical_batch) returns a number, math.inf when the step waits for
+# physics (maths.frontier.critical_batch) returns a number, math.inf when the step waits for
 # memory at any batch; what a reader is told about it lives in the chapter, not in the maths.
 
 import math

@@ -22,16 +22,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import fmt
-from ..models import pretrained
-from ..models.batching_sim import Pass, Request, Run, decode_pass, simulate
-from ..models.frontier import cache_memory
-from ..models.kv_blocks import BLOCK_TOKENS
-from ..models.hardware import MODELS
-from ..models.lengths import long_tail
-from ..models.quantiles import median
+from ..engine import session
+from ..maths.batching_sim import Pass, Request, Run, decode_pass, simulate
+from ..maths.frontier import cache_memory
+from ..maths.kv_blocks import BLOCK_TOKENS
+from ..maths.hardware import MODELS
+from ..maths.lengths import long_tail
+from ..maths.quantiles import median
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
-from ..models.serving import Setup, causal_pairs, decode_step, kv_bytes_per_token, step_time
+from ..maths.serving import Setup, causal_pairs, decode_step, kv_bytes_per_token, step_time
 from ..engine.svg import Plot, current
 
 SETUP = Setup("llama-3-8b", "h100-80gb", "bf16", "bf16")  # the served model, GPU and formats
@@ -140,18 +140,18 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
     }
     # a staged compute (engine.widget.Partial): the sweep of slot counts, two runs each, comes
     # last; it depends on the queue alone, so moving the slots (or the chunked-prefill
-    # controls) finds it kept (pretrained.derived: a simulation, dropped with the weights
+    # controls) finds it kept (session.cached: a simulation, dropped with the weights
     # only to be run again)
     sweep = ("batching.sweep", requests, variability, arrival_gap_ms, kv_memory, seed)
-    if pretrained.has_derived(sweep):
-        return State(runs=runs, gains=pretrained.derived(sweep, None), values=values)
+    if session.has(sweep):
+        return State(runs=runs, gains=session.cached(sweep, None), values=values)
     gains: list[float] = []
     for s in SLOT_SWEEP:
         if s != slots and len(gains) % 3 == 0:
             yield Partial(State(runs=runs, gains=list(gains), values=values), 0.4 + 0.6 * len(gains) / len(SLOT_SWEEP),
                           "el guany per a cada nombre de ranures")
         gains.append(gain_at(queue, s, slots, runs, blocks))
-    return State(runs=runs, gains=pretrained.derived(sweep, lambda: gains), values=values)
+    return State(runs=runs, gains=session.cached(sweep, lambda: gains), values=values)
 
 
 def gain_at(queue: list[Request], s: int, slots: int, runs: dict, blocks: int | None = None) -> float:
@@ -197,7 +197,7 @@ def _figure(p: dict, state: State) -> tuple[str, str]:
     v, gains = state.values, state.gains  # a staged run's sweep may be partial: its first counts
     # the slot grid is the same at every stage of a change (the runs at the chosen slots):
     # drawn once (kept as the sweep is)
-    grid = pretrained.derived(("batching.grid", current().name, p["slots"], p["requests"], p["variability"], p["arrival_gap_ms"],
+    grid = session.cached(("batching.grid", current().name, p["slots"], p["requests"], p["variability"], p["arrival_gap_ms"],
                                p["kv_memory"], p["seed"]), lambda: _grid(p, state))
     top = max(4.5, max(gains, default=0) * 1.1)
     plot = Plot(height=240).scales((1, 64), (0, top), xlog=True)

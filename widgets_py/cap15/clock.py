@@ -15,7 +15,8 @@ import time
 import numpy as np
 
 from ..engine import fmt
-from ..models import gpt, pretrained
+from ..engine import session
+from ..maths import gpt
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot
@@ -116,7 +117,7 @@ def best_of(fn, repeats: int, note: Partial, shortest: float):
 def clock(repeats: int, seed: int):
     """A staged compute (engine.widget.Partial): the counts come from the shapes at once, the
     timings one context length at a time, each shown as soon as it is measured."""
-    cfg, p, _ = pretrained.load("mini")
+    cfg, p, _ = session.load("mini")
     tokens = np.random.default_rng(seed).integers(0, cfg.vocab, max(LENGTHS) + 1)  # [513]
     c, long = counts(cfg, gpt.n_params(p), 128), counts(cfg, gpt.n_params(p), max(LENGTHS))
     out = {"params": gpt.n_params(p), "runtime": runtime(),
@@ -177,7 +178,7 @@ def _bytes(n: float) -> str:
 
 
 def _tables(p: dict, v: dict) -> str:
-    cfg, params, _ = pretrained.load("mini")
+    cfg, params, _ = session.load("mini")
     n = gpt.n_params(params)
     rows = ""
     for L in LENGTHS:

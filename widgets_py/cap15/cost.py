@@ -27,12 +27,12 @@ import math
 import numpy as np
 
 from ..engine import fmt
-from ..models.frontier import activation_bytes, batch_in_memory, profile_tokens
-from ..models.hardware import GPUS, MODELS, counts
+from ..maths.frontier import activation_bytes, batch_in_memory, profile_tokens
+from ..maths.hardware import GPUS, MODELS, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
-from ..models.serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, clamp_context, decode_parts, decode_step,
-                              format_choices, kv_bytes_per_token, params_read, prefill_parts, ttft)
+from ..maths.serving import (CACHE_FORMATS, FORMATS, WEIGHT_FORMATS, Setup, decode_parts, decode_step, kv_bytes_per_token,
+                              params_read, prefill_parts, ttft)
 from ..engine.svg import Plot, log_ticks
 
 PRESET_CONTEXT, PRESET_GPUS = 8192, 8  # the side-by-side table: 8.192 tokens (or the model's limit) on 8 GPUs
@@ -88,7 +88,7 @@ def request_note(prompt: int, answer: int, context: int) -> str:
 def serving(model: str, gpu: str, n_gpus: int, context: int, concurrency: int, weight_format: str,
             kv_format: str, reserve_pct: float, price: float, prompt: int, answer: int) -> dict:
     m, s = MODELS[model], Setup(model, gpu, weight_format, kv_format, n_gpus)
-    context, note = clamp_context(m, context)
+    context, note = fmt.within_context(m, context)
     c, bpp = counts(m), FORMATS[weight_format].nbytes
     copies = s.kv_copies  # copies of each sequence's cache over the group (serving assumption 7)
     kv_token = kv_bytes_per_token(m, kv_format) * copies  # the group's bytes per token of context
@@ -245,8 +245,8 @@ PARAMS = (
           ticks=tuple(1 << k for k in range(8, 21)), unit="tokens",
           help="Si passa del context màxim del model, es retalla i es diu."),
     Param("concurrency", "int", 32, "Seqüències al lot", min=1, max=1024, ticks=tuple(1 << k for k in range(11))),
-    Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
-    Param("kv_format", "choice", "bf16", "Format del cache", choices=format_choices(CACHE_FORMATS)),
+    Param("weight_format", "choice", "bf16", "Format dels pesos", choices=fmt.format_choices(WEIGHT_FORMATS)),
+    Param("kv_format", "choice", "bf16", "Format del cache", choices=fmt.format_choices(CACHE_FORMATS)),
     Param("reserve_pct", "int", 10, "Reserva de memòria", min=0, max=50, step=1, unit="%",
           help="La part de cada GPU que el motor deixa lliure; vLLM en pren el 90 % (gpu_memory_utilization)."),
     Param("price", "float", 3.0, "Preu per GPU i hora", min=0.25, max=12.0, step=0.25, unit="dòlars"),

@@ -18,10 +18,10 @@ from ..engine import fmt
 from ..engine.params import Output, Param
 from ..engine.svg import Plot, log_ticks
 from ..engine.widget import Widget
-from ..models.frontier import batch_in_memory, best_under, critical_batch, frontier
+from ..maths.frontier import batch_in_memory, best_under, critical_batch, frontier
 from . import critical_sentence, critical_values
-from ..models.hardware import GPUS, MODELS
-from ..models.serving import CACHE_FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, format_choices, ttft
+from ..maths.hardware import GPUS, MODELS
+from ..maths.serving import CACHE_FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, ttft
 
 BATCHES = np.unique(np.round(np.logspace(0, np.log10(2048), 56)).astype(int))  # [k] batch sizes drawn
 TABLE_FORMATS = ("bf16", "fp8", "int8", "int4")
@@ -44,7 +44,7 @@ def format_row(s: Setup, context: int, target_s: float) -> dict:
 
 def frontier_widget(model: str, gpu: str, n_gpus: int, context: int, weight_format: str, kv_format: str,
                     tpot_target_ms: float) -> dict:
-    context, note = clamp_context(MODELS[model], context)
+    context, note = fmt.within_context(MODELS[model], context)
     s = Setup(model, gpu, weight_format, kv_format, n_gpus)
     with_cache = critical_batch(s, context)  # a bisection: once per run
     fit = batch_in_memory(s, context)
@@ -137,8 +137,8 @@ PARAMS = (
     Param("n_gpus", "int", 8, "GPU del grup", min=1, max=16, ticks=(1, 2, 4, 8, 16)),
     Param("context", "int", 8192, "Context per seqüència", min=256, max=131072,
           ticks=tuple(2**k for k in range(8, 18)), unit="tokens"),
-    Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
-    Param("kv_format", "choice", "bf16", "Format del cache", choices=format_choices(CACHE_FORMATS)),
+    Param("weight_format", "choice", "bf16", "Format dels pesos", choices=fmt.format_choices(WEIGHT_FORMATS)),
+    Param("kv_format", "choice", "bf16", "Format del cache", choices=fmt.format_choices(CACHE_FORMATS)),
     Param("tpot_target_ms", "int", 30, "Objectiu de TPOT", min=5, max=200, ticks=(5, 10, 20, 30, 50, 75, 100, 150, 200),
           unit="ms", help="El temps màxim entre dos tokens d'una mateixa resposta que s'accepta."),
 )

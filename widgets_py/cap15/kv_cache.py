@@ -14,11 +14,11 @@ import math
 import numpy as np
 
 from ..engine import fmt
-from ..models.hardware import MODELS
-from ..models.lengths import long_tail
+from ..maths.hardware import MODELS
+from ..maths.lengths import long_tail
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
-from ..models.serving import CACHE_FORMATS, FORMATS, Setup, clamp_context, format_choices, kv_bytes_per_token, ttft
+from ..maths.serving import CACHE_FORMATS, FORMATS, Setup, kv_bytes_per_token, ttft
 from ..engine.svg import Plot
 
 N_SEQUENCES = 300  # simulated sequences in the stream
@@ -54,7 +54,7 @@ def kv_cache(model: str, max_context: int, variability: float, page_tokens: int,
              cache_format: str, prefix_tokens: int, suffix_tokens: int, prefix_requests: int,
              variable_head: bool, seed: int) -> dict:
     m = MODELS[model]
-    context, note = clamp_context(m, max_context)
+    context, note = fmt.within_context(m, max_context)
     prefix = min(prefix_tokens, m.max_context - suffix_tokens)  # a prompt fits the model's positions
     if prefix < prefix_tokens:
         note += f"; el prefix compartit es retalla a {fmt.number(prefix)} tokens"
@@ -146,7 +146,7 @@ PARAMS = (
           help="A 0, totes les seqüències arriben al context màxim."),
     Param("page_tokens", "int", 16, "Tokens per pàgina", min=1, max=256, ticks=(1, 2, 4, 8, 16, 32, 64, 128, 256)),
     Param("memory_gb", "int", 80, "Memòria per al cache", min=10, max=640, step=10, unit="GB"),
-    Param("cache_format", "choice", "bf16", "Format del cache", choices=format_choices(CACHE_FORMATS)),
+    Param("cache_format", "choice", "bf16", "Format del cache", choices=fmt.format_choices(CACHE_FORMATS)),
     Param("prefix_tokens", "int", 2000, "Prefix compartit", min=0, max=8000, step=100, unit="tokens",
           help="Unes instruccions de sistema (system prompt), un document o l'historial d'una conversa."),
     Param("suffix_tokens", "int", 40, "Tokens propis de cada petició", min=1, max=1000,

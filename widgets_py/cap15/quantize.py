@@ -21,14 +21,16 @@ from functools import partial
 import numpy as np
 
 from ..engine import fmt
-from ..models import corpus, gpt, offload, pretrained
-from ..models.quantiles import median
-from ..models.numformats import decode, encode_many, quantize
+from ..engine import session
+from ..maths import corpus, gpt
+from ..engine import offload
+from ..maths.quantiles import median
+from ..maths.numformats import decode, encode_many, quantize
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
 from ..engine.stages import Evaluation, evaluate_many
 from ..engine.svg import Plot, current
-from ..models.train import evaluate
+from ..maths.train import evaluate
 
 OUTLIER_CHANNELS = (3, 11, 27)
 COLUMN = 0  # the output column of h0.qkv.w drawn in the figure
@@ -42,8 +44,8 @@ HANDLING = {"none": "cap", "llmint8": "canals en 16 bits (LLM.int8)", "smoothqua
 
 
 def memo(key: tuple, make):
-    """Results of the current weights, kept with them (pretrained.derived)."""
-    return pretrained.derived(("quantize",) + key, make)
+    """Results of the current weights, kept with them (session.cached)."""
+    return session.cached(("quantize",) + key, make)
 
 
 def with_outliers(p: dict, layers: int, factor: float) -> dict:
@@ -106,7 +108,7 @@ def quantize_model(p: dict, name: str, group: int | None, int8_rows: bool) -> tu
 
 
 def model(outliers: float) -> tuple[gpt.GPTConfig, dict]:
-    cfg, p, _ = pretrained.load("mini")
+    cfg, p, _ = session.load("mini")
     return cfg, memo(("model", outliers), lambda: with_outliers(p, cfg.layers, outliers))
 
 

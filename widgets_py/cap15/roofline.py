@@ -15,14 +15,14 @@ import math
 import numpy as np
 
 from ..engine import fmt
-from ..models.hardware import GPUS, MODELS, counts
+from ..maths.hardware import GPUS, MODELS, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
-from ..models.frontier import critical_batch
+from ..maths.frontier import critical_batch
 from . import critical_values
-from ..models.serving import (matrices_read, FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, clamp_context, decode_step, expected_experts,
-                              flops_per_token, format_choices, kv_bytes_per_token, matrices_read_share, params_read,
-                              prefill_parts, step_time, ttft)
+from ..maths.serving import (matrices_read, FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, decode_step, expected_experts,
+                              flops_per_token, kv_bytes_per_token, matrices_read_share, params_read, prefill_parts,
+                              step_time, ttft)
 from ..engine.svg import Plot, log_ticks
 
 KV_FORMAT = "bf16"  # the cache stays in bf16 here; the cost calculator lets it change
@@ -32,7 +32,7 @@ BATCHES = np.unique(np.round(np.logspace(0, np.log10(256), 40)).astype(int))  # 
 
 def roofline(model: str, gpu: str, prompt_tokens: int, batch: int, weight_format: str) -> dict:
     m, s = MODELS[model], Setup(model, gpu, weight_format, KV_FORMAT)
-    prompt, note = clamp_context(m, prompt_tokens)
+    prompt, note = fmt.within_context(m, prompt_tokens)
     c, bpp = counts(m), FORMATS[weight_format].nbytes
     w1, wb, wp = (params_read(m, t) * bpp for t in (1, batch, prompt))  # weight bytes read by each pass
     kv = kv_bytes_per_token(m, KV_FORMAT) * prompt  # cache of one sequence, bytes
@@ -171,7 +171,7 @@ PARAMS = (
           help="Si passa del context màxim del model, es retalla i es diu."),
     Param("batch", "int", 32, "Seqüències al lot", min=1, max=256, ticks=tuple(2**k for k in range(9)),
           help="Una sola lectura dels pesos serveix a totes les seqüències del lot; el cache, no."),
-    Param("weight_format", "choice", "bf16", "Bytes per paràmetre", choices=format_choices(WEIGHT_FORMATS)),
+    Param("weight_format", "choice", "bf16", "Bytes per paràmetre", choices=fmt.format_choices(WEIGHT_FORMATS)),
 )
 
 OUTPUTS = (

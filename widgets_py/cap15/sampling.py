@@ -16,7 +16,8 @@ from typing import Iterator, NamedTuple
 import numpy as np
 
 from ..engine import fmt
-from ..models import corpus, gpt, pretrained
+from ..engine import session
+from ..maths import corpus, gpt
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot, current
@@ -166,20 +167,20 @@ def context_at(position: int) -> np.ndarray:
 
 def prefill(position: int) -> tuple[np.ndarray, np.ndarray, list]:
     """(prompt, logits after its last cfg.context tokens, KV cache): one forward per position
-    and weights, shared across control changes (pretrained.derived)."""
+    and weights, shared across control changes (session.cached)."""
     def make():
-        cfg, params, _ = pretrained.load("mini")
+        cfg, params, _ = session.load("mini")
         prompt = context_at(position)  # [position]
         logits, kv = gpt.extend(params, cfg, prompt[-cfg.context:])
         return prompt, logits[-1], kv
-    return pretrained.derived(("sampling.prefill", position), make)
+    return session.cached(("sampling.prefill", position), make)
 
 
 def sampling(temperature: float, top_k: int, top_p: float, min_p: float, penalty: float,
              position: int, seed: int):
     """A staged compute (engine.widget.Partial): the next character's distribution needs one
     forward (kept per position), so it is shown first; the sample, a forward per character, after."""
-    cfg, params, _ = pretrained.load("mini")
+    cfg, params, _ = session.load("mini")
     prompt, logits, kv = prefill(position)
     settings = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, penalty=penalty)
     raw = softmax(logits.astype(np.float64))
@@ -213,7 +214,7 @@ DRAWN = ("position", "temperature", "top_k", "top_p", "min_p", "penalty")  # wha
 
 def _drawing(position: int, temperature: float, top_k: int, top_p: float, min_p: float, penalty: float) -> Plot:
     """The figure's plot: the same for every stage of a change (the sample and its seed do
-    not enter it), so drawn once per change (pretrained.derived), not once per stage."""
+    not enter it), so drawn once per change (session.cached), not once per stage."""
     prompt, logits, _ = prefill(position)  # no second forward
     probs, keep = shape(logits, prompt, temperature, top_k, top_p, min_p, penalty)
     order = np.argsort(-probs, kind="stable")[:SHOWN]
@@ -234,7 +235,7 @@ def _drawing(position: int, temperature: float, top_k: int, top_p: float, min_p:
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
     key = tuple(p[k] for k in DRAWN)
-    plot = pretrained.derived(("sampling.figure", current().name) + key, lambda: _drawing(*key))  # one per layout
+    plot = session.cached(("sampling.figure", current().name) + key, lambda: _drawing(*key))  # one per layout
     alt = (f"Distribució del següent caràcter: en queden {v['kept']} candidates amb el "
            f"{fmt.percent(v['mass_kept'])} de la massa; el més probable és «{v['top_token']}» "
            f"({fmt.percent(v['top_prob'])}).")

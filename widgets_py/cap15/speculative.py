@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import fmt
-from ..models import corpus, gpt, pretrained
+from ..engine import session
+from ..maths import corpus, gpt, pretrained
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget, finish
 from ..engine.stages import stage
@@ -51,7 +52,7 @@ class GPTModel:
 
 def models(draft_every: str) -> tuple[GPTModel, GPTModel]:
     """(target, draft): the trained pair of the widget."""
-    return GPTModel(*pretrained.load("target")[:2]), GPTModel(*pretrained.load(f"draft-{draft_every}")[:2])
+    return GPTModel(*session.load("target")[:2]), GPTModel(*session.load(f"draft-{draft_every}")[:2])
 
 
 def probs(logits: np.ndarray, temperature: float) -> np.ndarray:

@@ -14,9 +14,9 @@ from ..engine import fmt
 from ..engine.params import Output, Param
 from ..engine.svg import Plot
 from ..engine.widget import Widget
-from ..models.frontier import batch_in_memory
-from ..models.hardware import GPUS, MODELS
-from ..models.serving import WEIGHT_FORMATS, Setup, clamp_context, decode_parts, format_choices
+from ..maths.frontier import batch_in_memory
+from ..maths.hardware import GPUS, MODELS
+from ..maths.serving import WEIGHT_FORMATS, Setup, decode_parts
 
 DEGREES = (1, 2, 4, 8, 16)  # tensor-parallel degrees drawn: one node, and one step over the network
 
@@ -32,7 +32,7 @@ def degree(model: str, gpu: str, n: int, batch: int, context: int, weight_format
 
 
 def tensor_parallel(model: str, gpu: str, batch: int, context: int, weight_format: str) -> dict:
-    context, note = clamp_context(MODELS[model], context)
+    context, note = fmt.within_context(MODELS[model], context)
     rows = {n: degree(model, gpu, n, batch, context, weight_format) for n in DEGREES}
     fitting = [n for n in DEGREES if rows[n]["fits"]]
     best = min(fitting, key=lambda n: rows[n]["tpot_ms"]) if fitting else 0
@@ -104,7 +104,7 @@ PARAMS = (
     Param("batch", "int", 1, "Seqüències al lot", min=1, max=256, ticks=tuple(2**k for k in range(9))),
     Param("context", "int", 8192, "Context per seqüència", min=256, max=131072,
           ticks=tuple(2**k for k in range(8, 18)), unit="tokens"),
-    Param("weight_format", "choice", "bf16", "Format dels pesos", choices=format_choices(WEIGHT_FORMATS)),
+    Param("weight_format", "choice", "bf16", "Format dels pesos", choices=fmt.format_choices(WEIGHT_FORMATS)),
 )
 
 OUTPUTS = tuple(

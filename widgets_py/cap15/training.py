@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import fmt
-from ..models import corpus, gpt, pretrained
+from ..engine import session
+from ..maths import corpus, gpt
 from ..engine.params import Output, Param
 from ..engine.svg import Plot
-from ..models.train import EVAL_TOKENS, evaluate
-from ..models.trainer import smooth
+from ..maths.train import EVAL_TOKENS, evaluate
+from ..engine.trainer import smooth
 from ..engine.widget import Partial, Trainable, Widget
 from ..engine.stages import stage
 
@@ -46,7 +47,7 @@ HELDOUT = ("training.heldout", MODEL)  # its key among the results kept with the
 
 def heldout_loss() -> float:
     """Held-out loss of the model in use (kept per weights: engine.stages.stage)."""
-    cfg, p, _ = pretrained.load(MODEL)
+    cfg, p, _ = session.load(MODEL)
     return evaluate(p, cfg, corpus.data()[1])
 
 
@@ -54,7 +55,7 @@ def training():
     """The model the widgets use now (committed, or retrained in the browser): its losses.
     (`steps` and `seed` are the parameters of the next training run, not of this.) Staged
     (engine.stages): the curve is at hand; the held-out loss, once per weights, is not."""
-    cfg, p, history = pretrained.load(MODEL)
+    cfg, p, history = session.load(MODEL)
     out = {"params": gpt.n_params(p), "steps_trained": len(history), "bigram": corpus.bigram_baseline(EVAL_TOKENS),
            "final_train_loss": float(smooth(history)[-1]), "history": history}
     heldout = yield from stage(HELDOUT, heldout_loss, Partial(dict(out), 0.1, "la pèrdua sobre el text reservat"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from functools import partial
 
 from . import on_miss, registry, session, svg
 
@@ -29,12 +30,12 @@ class WarmUp:
     time). In order:
     - the widgets' modules, so that the reader's first change does not pay for them all;
     - the kernel's helper, if the page gave one (`helper`: worker.js's client of it;
-      models.offload), once the models are in (they load the kernel);
-    - the preparations (models.pretrained.preparations: the corpus, the weights, the kernel's
+      engine.offload), once the models are in (they load the kernel);
+    - the preparations (`preparations`: the corpus, the weights, the kernel's
       first calls), which a widget's first change would pay for (benchmarks/recompute.py
       times first changes among the others: the training widget's p95 is that first change);
     - each staged widget at its defaults, a stage per task (`staged`): their stages keep what
-      they compute (pretrained.derived: quantize's held-out losses, the batching sweep,
+      they compute (session.cached: quantize's held-out losses, the batching sweep,
       sampling's prefill, speculative's target run). The page shows those defaults
       prerendered, so a reader's first change computes only what it alters (a new quantize
       group: four formats, not the original model and BF16 as well), and a return to the
@@ -55,15 +56,13 @@ class WarmUp:
         return json.dumps({"done": False, "waiting": waiting})
 
     def _tasks(self, helper):
-        from ..models import pretrained
-
         for module in registry.modules():
             self._try(module, importlib.import_module, module)
             yield None
         if helper is not None:
             self._try("helper", connect, helper)
             yield None
-        for i, step in enumerate(pretrained.preparations()):
+        for i, step in enumerate(preparations()):
             self._try(f"pas {i}", step)
             yield None
         for name in self.staged():
@@ -85,18 +84,34 @@ class WarmUp:
             return None
 
 
+def preparations() -> list:
+    """What the widgets' first changes would otherwise pay, as steps the worker runs one per
+    turn while the reader reads: the corpus and its bigram baseline, each model's weights (read
+    and checked), and the kernel's first calls (accel.backend.warm). All of it is kept (cached)
+    for the widgets' own calls."""
+    from ..maths import corpus, pretrained
+
+    return [corpus.data, corpus.bigram, *(partial(session.load, name) for name in pretrained.specs()), warm_kernel]
+
+
+def warm_kernel() -> None:
+    from ..accel import backend
+
+    backend.warm(session.current().products())
+
+
 class Run:
     """One widget run, a stage per call: the worker posts each partial and, between stages,
     lets other calls in (a long compute yields Partials; any other compute is one stage)."""
 
     def __init__(self, name: str, params_json: str, layout: str = svg.WIDE.name):
         self.stages = registry.replies(name, json.loads(params_json), layout)  # figures for the layout shown
-        self.awaited = None  # the helper's job the next stage reads (models.offload.Job)
+        self.awaited = None  # the helper's job the next stage reads (engine.offload.Job)
 
     def advance(self) -> str:
         """JSON of the next stage: a partial reply (`partial: true`), or the final reply. The
         worker waits for the helper's job the next stage reads (waiting()) before it."""
-        from ..models import offload
+        from ..engine import offload
 
         helper = session.current().helper
         if helper is not None:
@@ -112,8 +127,8 @@ class Run:
 
 
 def connect(client) -> None:
-    """The kernel's helper, once the page has given the worker one (models.offload)."""
-    from ..models import offload
+    """The kernel's helper, once the page has given the worker one (engine.offload)."""
+    from ..engine import offload
 
     offload.connect(client)
 
@@ -146,7 +161,7 @@ class Trainer:
             raise ValueError(f"el widget '{name}' no és entrenable")
         self.trainable = widget.trainable
         p = registry.validate_params(name, json.loads(params_json))
-        from ..models import trainer  # the training code loads with the first run, not at boot
+        from ..engine import trainer  # the training code loads with the first run, not at boot
         self.run = trainer.Run(self.trainable.model, p[self.trainable.steps], p[self.trainable.seed])
 
     def advance(self, n: int, draw: bool = True) -> str:

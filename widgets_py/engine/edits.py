@@ -7,7 +7,7 @@ by a path. "Executa" sends the edited text back with a key naming the widget on 
 (so its relative imports resolve to the shipped engine and models), takes its `WIDGET`
 and answers exactly like registry.reply (a run's last reply), with the edited widget
 standing in for the shipped one during that call only; other widgets, and other instances of the same widget,
-keep the shipped module. What the edited code keeps for the weights (pretrained.derived:
+keep the shipped module. What the edited code keeps for the weights (session.cached:
 prefills, held-out losses, drawn figures) is its own, apart from the shipped code's: an
 edit that changes how one is computed is never answered with the shipped result.
 
@@ -32,7 +32,6 @@ import traceback
 import types
 from pathlib import Path
 
-from ..models import pretrained
 from . import registry, session
 from .widget import Widget
 
@@ -96,8 +95,8 @@ def render(name: str, key: str, code: str, params_json: str, layout: str = "wide
     filename = _filename(module_of(name))
     try:
         widget = load(name, key, code)
-        digest = session.current().edits[key][0]  # results kept for the weights are this text's own (pretrained.scoped)
-        with registry.substituted(name, widget), pretrained.scoped(("edit", digest)):
+        digest = session.current().edits[key][0]  # results kept for the weights are this text's own (session.scoped)
+        with registry.substituted(name, widget), session.scoped(("edit", digest)):
             return json.dumps(registry.reply(name, json.loads(params_json), layout), ensure_ascii=False)
     except BaseException as exc:  # noqa: BLE001 - the reader's code may raise anything (SystemExit too): report it, keep the worker
         session.current().edits.pop(key, None)

@@ -51,3 +51,25 @@ def tokens(n: float) -> str:
     Never `8 k`: in this book k is the SI prefix, 1 000 (`si` prints `13,5 k` for 13 457), and a
     context of 8 192 tokens written `8 k` would mean 1 024 in the same paragraph."""
     return number(n, 0)
+
+
+# ---- words for a model's choices and limits, shared by every chapter's widgets ------------
+
+def format_choices(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(key, label) pairs for a control of number formats (maths.numformats): 'BF16 · 2 bytes'."""
+    from ..maths.numformats import FORMATS
+
+    return tuple((k, f"{FORMATS[k].label} · {number(FORMATS[k].nbytes, 1 if FORMATS[k].nbytes < 1 else 0)} "
+                     f"byte{'s' if FORMATS[k].nbytes != 1 else ''}") for k in keys)
+
+
+def within_context(m, tokens: int) -> tuple[int, str]:
+    """Tokens model card `m` (maths.hardware.ModelCard) can hold (maths.serving.clamp_context),
+    and the note the widget shows."""
+    from ..maths.serving import clamp_context
+
+    held = clamp_context(m, tokens)
+    if held == tokens:
+        return tokens, f"dins del límit de {m.label} ({number(m.max_context)} posicions)"
+    return held, (f"{m.label} només admet {number(m.max_context)} posicions: es calcula amb "
+                  f"{number(held)} tokens en lloc de {number(tokens)}")

@@ -1,6 +1,6 @@
 """The browser's protocol, written once: the messages between the page (kernel.js) and the
 Pyodide worker (worker.js), the calls' payloads and replies, the worker's entries into this
-package (browser.py), and the kernel helper's messages and ops (helper.js, models/offload.py).
+package (browser.py), and the kernel helper's messages and ops (helper.js, engine/offload.py).
 
 After Pyodide's docs/usage/webworker.md (one id per call, resolved by the reply with that
 id) and stlite's kernel (typed message unions, namespaced events, one reply type per
@@ -237,7 +237,7 @@ FROM_WORKER = Union[Progress, Loaded, Error, Warm, Step, Replied, Failed, Pong]
 
 
 # ---- worker <-> the kernel's helper (helper.js) ------------------------------------------
-# A recorded kernel pass (models/offload.py) is a list of ops, in floats of the helper's memory.
+# A recorded kernel pass (engine/offload.py) is a list of ops, in floats of the helper's memory.
 Reserve = tuple[Literal["reserve"], int]  # grow memory to this many floats
 Write = tuple[Literal["write"], int, Floats]  # at, values
 Invoke = tuple[Literal["call"], str, list[float]]  # an export of kernel.wasm (`run`), its arguments

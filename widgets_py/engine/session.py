@@ -12,12 +12,13 @@ callers never share a memo by accident.
 
 A session holds:
 - `memo`: results kept while the weights stay the same (a prefill, a quantized model, a
-  held-out loss, a simulation), dropped with the weights (pretrained.derived);
+  held-out loss, a simulation), dropped with the weights (`cached`, `has`, `scoped`, `forget`);
 - `trained` and `models`: the weights a retraining in the browser put in place of a shipped
-  model, and the models loaded so far (pretrained.load);
-- `backend`: which products the mini-GPT runs on (models.backend: BLAS natively, the
+  model, and the models loaded so far (`load`, `override`);
+- `backend`: which products the mini-GPT runs on (accel.backend: BLAS natively, the
   WebAssembly SIMD kernel in Pyodide, einsum where it cannot load), with its packed weights;
-- `helper`: the client of the kernel's helper worker, once connected (models.offload);
+  the maths asks for it through maths.products, which an active session answers;
+- `helper`: the client of the kernel's helper worker, once connected (engine.offload);
 - `edits` and `substitutes`: a reader's edited widget modules and, within an edited run, the
   widget that stands for the shipped one (engine.edits).
 """
@@ -27,6 +28,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Callable
+
+from ..accel import backend as accel
+from ..maths import gpt, pretrained, products
 
 MEMO_MAX = 256  # results a session keeps (Memo)
 
@@ -70,20 +74,27 @@ class Memo:
 
 class Session:
     def __init__(self, backend=None, memo: Memo | None = None):
-        self.backend = backend  # models.backend.Backend; made there when first asked (in Pyodide: the kernel's compile)
+        self.backend = backend  # accel.backend.Backend; made when first asked (products) (in Pyodide: the kernel's compile)
         self.memo = memo or Memo()
         self.trained: dict[str, tuple[dict, list[float]]] = {}  # model -> (params, loss history)
         self.models: dict[str, tuple] = {}  # model -> (config, params, history), as loaded
-        self.helper = None  # models.offload.Helper
+        self.helper = None  # engine.offload.Helper
         self.edits: dict[str, tuple[str, Any]] = {}  # edit key -> (sha256 of the code, its WIDGET)
         self.substitutes: dict[str, Any] = {}  # widget name -> the Widget run in its place
 
+    def products(self) -> accel.Backend:
+        """The backend, made for this runtime when first asked (maths.products asks)."""
+        if self.backend is None:
+            self.backend = accel.for_runtime()
+        return self.backend
+
     @contextmanager
     def active(self):
-        """This session is current() within the block."""
+        """This session is current() within the block, and answers the maths' products."""
         token = _current.set(self)
         try:
-            yield self
+            with products.provided(self.products):
+                yield self
         finally:
             _current.reset(token)
 
@@ -121,4 +132,58 @@ def start() -> Session:
     context and no `with` block spans them."""
     fresh = Session()
     _current.set(fresh)
+    products.provide(fresh.products)
     return fresh
+
+
+# ---- what a run keeps: the memo and the models, dropped together when the weights change ---
+
+def cached(key: tuple, make):
+    """make(), computed once per `key` while the weights stay the same (the session's memo).
+
+    Widgets keep what a control change does not alter (a prefill, a quantized model, a
+    held-out loss) here rather than in caches of their own, so that new weights (a
+    retraining in the browser) invalidate every such result in one place. A result that
+    depends on no weights (a simulation's) may be kept here too: new weights drop it, and it
+    is computed again, never wrong."""
+    return current().memo.get(key, make)
+
+
+def has(key: tuple) -> bool:
+    """Whether cached(key, …) would answer without computing (a long compute skips its
+    progress report for a stage it already has)."""
+    return current().memo.has(key)
+
+
+def scoped(tag: tuple):
+    """cached() apart from the shipped code's results, within the block: a reader's edit of a
+    widget (engine.edits) may change how any of them is computed, so it computes its own."""
+    return current().memo.scoped(tag)
+
+
+def forget() -> None:
+    """Drop every loaded model and every result derived from one (weights changed)."""
+    run = current()
+    run.models.clear()
+    run.memo.clear()
+
+
+def load(name: str) -> tuple[gpt.GPTConfig, dict, list[float]]:
+    """(config, params, training-loss history) of a trained model, checked against its pin
+    (maths.pretrained): the session's retrained weights for it if there are any, else the
+    shipped ones."""
+    run = current()
+    if name not in run.models:
+        cfg, _ = pretrained.specs()[name]
+        if name in run.trained:
+            params, history = run.trained[name]
+        else:
+            params, history = pretrained.shipped(name)
+        run.models[name] = (cfg, params, history)
+    return run.models[name]
+
+
+def override(name: str, params: dict, history: list[float]) -> None:
+    """Use these weights for `name` from now on in this session (the browser's retraining)."""
+    current().trained[name] = (params, list(history))
+    forget()

@@ -5,11 +5,11 @@
 //
 // kernel.js starts it beside the Pyodide worker and hands each one end of a MessageChannel.
 // On that port the Pyodide worker sends, in order:
-//   {module}                    once: the kernel it runs itself (widgets_py/models/wasm/kernel.wasm),
+//   {module}                    once: the kernel it runs itself (widgets_py/accel/wasm/kernel.wasm),
 //                               compiled: V8 shares its code, already tiered up, between workers
 //   {wasm: bytes}               instead, if it asked for them: where the module cannot be shared
 //                               (a single-file chapter opened from disk: an opaque origin)
-//   {id, ops}                   a recorded pass (widgets_py/models/offload.py): ["reserve", floats],
+//   {id, ops}                   a recorded pass (widgets_py/engine/offload.py): ["reserve", floats],
 //                               ["write", at, Float32Array], ["call", "run", [tape, n]], ["read", at, size],
 //                               replayed on this worker's own instance
 //   {cancel: [id, ...]}         jobs no longer wanted: dropped if not started

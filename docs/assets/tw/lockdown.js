@@ -24,7 +24,7 @@
 
 self.twLockDown = (origin, base = self.location.href) => {
   /** JavaScript's own globals, and the web platform's that Pyodide, numpy's loader, the
-   *  widgets (models/kernel.py, offload.py, engine/on_miss.py) and worker.js use. */
+   *  widgets (accel/kernel.py, offload.py, engine/on_miss.py) and worker.js use. */
   const KEEP = new Set([
     // ECMAScript
     "globalThis", "Infinity", "NaN", "undefined", "eval", "isFinite", "isNaN", "parseFloat", "parseInt",

@@ -3,7 +3,7 @@
 //
 // The browser's protocol, written once: the messages between the page (kernel.js) and the
 // Pyodide worker (worker.js), the calls' payloads and replies, the worker's entries into this
-// package (browser.py), and the kernel helper's messages and ops (helper.js, models/offload.py).
+// package (browser.py), and the kernel helper's messages and ops (helper.js, engine/offload.py).
 //
 // After Pyodide's docs/usage/webworker.md (one id per call, resolved by the reply with that
 // id) and stlite's kernel (typed message unions, namespaced events, one reply type per

@@ -70,7 +70,7 @@ async function warmUp() {
 }
 
 /** The kernel's helper (helper.js), through the port the page gave (kernel.js): Python's
- *  models/offload.py sends it recorded kernel passes once it is `ready`, each under an id,
+ *  engine/offload.py sends it recorded kernel passes once it is `ready`, each under an id,
  *  and takes their reads. A helper that never loads, or stops answering, is not used. */
 let helperPort = null;
 let helper = null; // its client, once connected

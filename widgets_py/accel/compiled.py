@@ -17,7 +17,7 @@ import numpy as np
 
 from . import program
 from . import kernel as wasm
-from .layers import split_heads
+from ..maths.layers import split_heads
 from .tape import Tape
 
 PROGRAMS_MAX = 128  # compiled passes a session keeps (Backend.programs)
@@ -114,7 +114,7 @@ def compile_passes(fns: tuple, cfg, shapes: dict, specs: tuple, start: int) -> t
 def packed(be, p: dict, shapes: dict) -> np.ndarray:
     """Every parameter as one float32 vector, in the order of `shapes`: the kernel's `weights`.
     Packed at each call, as training updates p in place; a dict of read-only arrays
-    (pretrained.load's) is packed once and kept, on the session's backend."""
+    (session.load's) is packed once and kept, on the session's backend."""
     kept = be.packed.get(id(p))
     if kept is not None and kept[0] is p:
         return kept[1]

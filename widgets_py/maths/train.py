@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from . import backend, gpt
+from . import gpt, products
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class AdamW:
         self.t += 1
         b1, b2, t, m, v = self.b1, self.b2, self.t, self.m, self.v
         g = np.concatenate([grads[k].ravel() for k in self.keys])  # [n]
-        kernel = backend.current().kernel
+        kernel = products.current().kernel
         if kernel is not None:  # in the browser one call, the same float32 operations (kernel.py's adamw)
             decay = np.float32(1 - lr * self.tc.weight_decay)
             kernel.adamw(buf, m, v, g, self.decayed, 1 - b1, 1 - b2, decay, lr, 1 - b1**t, 1 - b2**t, self.eps)

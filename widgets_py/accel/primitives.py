@@ -1,8 +1,8 @@
 """The browser kernel's primitives, written once: each one's fields, in the order of its C
-function's parameters (widgets_py/models/wasm/*.c), and its opcode. `wasm/ops.h` is generated
+function's parameters (widgets_py/accel/wasm/*.c), and its opcode. `wasm/ops.h` is generated
 from this (a struct per primitive and the dispatch of the kernel's `run`), so the C side
 holds no second copy: tests/test_kernel.py fails until the header and the binary are current
-(`python -m widgets_py.models.kernel_build`).
+(`python -m widgets_py.accel.kernel_build`).
 
 A program (program.py) is a tape of these ops, each [opcode, length, field, field, ...] in
 int32: an array's field is its byte address in the kernel's memory (0: none), a size counts
@@ -48,7 +48,7 @@ C_TYPES = {"f*": "float *", "i*": "int32_t *", "i": "int32_t ", "f": "float "}
 
 def header() -> str:
     """wasm/ops.h: a struct per primitive, in OPS's field order, and run()'s dispatch."""
-    lines = ["/* Generated from widgets_py/models/primitives.py (OPS): python -m widgets_py.models.kernel_build */",
+    lines = ["/* Generated from widgets_py/accel/primitives.py (OPS): python -m widgets_py.accel.kernel_build */",
              "#ifndef OPS_H", "#define OPS_H", '#include "kernel.h"', ""]
     lines.append(f"#define OP_PATCH {PATCH} /* (index, a, b): tape[index] = a + b p */")
     for op, code in CODES.items():

@@ -1,4 +1,4 @@
-/* Generated from widgets_py/models/primitives.py (OPS): python -m widgets_py.models.kernel_build */
+/* Generated from widgets_py/accel/primitives.py (OPS): python -m widgets_py.accel.kernel_build */
 #ifndef OPS_H
 #define OPS_H
 #include "kernel.h"

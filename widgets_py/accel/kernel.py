@@ -13,7 +13,7 @@ arithmetic). A product alone, a loss's exponentials and AdamW are one-op program
 
 Each product sums over k in order, one float32 multiply and add at a time: not BLAS's order,
 so natively and in the browser the last bits differ, as they already did with einsum.
-`python -m widgets_py.models.kernel_build` regenerates wasm/ops.h from primitives.OPS and
+`python -m widgets_py.accel.kernel_build` regenerates wasm/ops.h from primitives.OPS and
 rebuilds kernel.wasm with Debian's clang 14 (tests/test_kernel.py fails until the committed
 binary is its sources built); the tests run the kernel in wasmtime, behind this module's code.
 """
@@ -215,7 +215,7 @@ class BrowserHost:
 
 def browser_kernel() -> tuple[Kernel | None, str | None]:
     """(the kernel in Pyodide, None), or (None, why not): not in a browser (no reason: none
-    is tried), or no WebAssembly SIMD there (then models.backend keeps einsum)."""
+    is tried), or no WebAssembly SIMD there (then accel.backend keeps einsum)."""
     if sys.platform != "emscripten":
         return None, None
     try:

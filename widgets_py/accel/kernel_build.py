@@ -1,7 +1,7 @@
 """Builds the browser's kernel: wasm/*.c -> wasm/kernel.wasm, with wasm/ops.h as
 primitives.OPS writes it. An authoring and test tool (the site ships the committed binary):
 
-    .venv/bin/python -m widgets_py.models.kernel_build
+    .venv/bin/python -m widgets_py.accel.kernel_build
 
 Debian 12's clang 14 and its wasm-ld (./dev test installs clang-14 and lld-14): the same
 compiler gives the same bytes, which tests/test_kernel.py checks. No libc: the sources use
@@ -53,7 +53,7 @@ def build() -> bytes:
 
 if __name__ == "__main__":
     if sys.argv[1:]:
-        sys.exit("usage: python -m widgets_py.models.kernel_build   (writes wasm/ops.h and wasm/kernel.wasm)")
+        sys.exit("usage: python -m widgets_py.accel.kernel_build   (writes wasm/ops.h and wasm/kernel.wasm)")
     HEADER.write_text(primitives.header())
     WASM.write_bytes(build())
     print(f"{WASM.name}: {WASM.stat().st_size} bytes from {', '.join(SOURCES)}")

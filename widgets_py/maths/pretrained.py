@@ -2,12 +2,12 @@
 
 Training runs float32 matmuls through BLAS, whose summation order differs from CPU to
 CPU, so two machines never train bit-identical models. The weights are therefore
-trained once (`./dev train`), committed under `widgets_py/models/weights/` with a manifest
+trained once (`./dev train`), committed under `widgets_py/maths/weights/` with a manifest
 (corpus hash, configs, steps, seed, held-out loss, sha256 of each file), and used as
 they are by the build, the tests and the browser. Nothing retrains unless asked; a
 manifest that no longer matches the corpus or the configs is an error that says how
 to retrain. A reader who retrains in the browser replaces a model for the page
-through `override`.
+through the session (engine.session.override).
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import dataclasses
 import hashlib
 import io
 import json
-from functools import cache, partial
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from ..engine import session
-from . import backend, corpus, gpt, train
+from . import corpus, gpt, train
 
 WEIGHTS = Path(__file__).resolve().parent / "weights"  # package data: shipped in the bundle
 MANIFEST = WEIGHTS / "manifest.json"
@@ -60,7 +59,7 @@ def spec_record(name: str) -> dict:
     # a choice at its default (ReLU, LayerNorm: what the models trained before the choice
     # existed all made) is not written, so their manifest still matches; any other choice is
     config = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-              if f.name in backend.SIZES or getattr(cfg, f.name) != f.default}
+              if f.name in gpt.SIZES or getattr(cfg, f.name) != f.default}
     return {"config": config, "train": dataclasses.asdict(tc)}
 
 
@@ -98,56 +97,6 @@ def check(name: str) -> None:
                            f"run `./dev train {name}`")
 
 
-def override(name: str, params: dict, history: list[float]) -> None:
-    """Use these weights for `name` from now on in this session (the browser's retraining)."""
-    session.current().trained[name] = (params, list(history))
-    forget()
-
-
-def forget() -> None:
-    """Drop every loaded model and every result derived from one (weights changed)."""
-    run = session.current()
-    run.models.clear()
-    run.memo.clear()
-
-
-def scoped(tag: tuple):
-    """derived() apart from the shipped code's results, within the block: a reader's edit of a
-    widget (engine.edits) may change how any of them is computed, so it computes its own."""
-    return session.current().memo.scoped(tag)
-
-
-def has_derived(key: tuple) -> bool:
-    """Whether derived(key, …) would answer without computing (a long compute skips its
-    progress report for a stage it already has)."""
-    return session.current().memo.has(key)
-
-
-def derived(key: tuple, make):
-    """make(), computed once per `key` while the weights stay the same (the session's memo).
-
-    Widgets keep what a control change does not alter (a prefill, a quantized model, a
-    held-out loss) here rather than in caches of their own, so that new weights (a
-    retraining in the browser) invalidate every such result in one place. A result that
-    depends on no weights (a simulation's) may be kept here too: new weights drop it, and it
-    is computed again, never wrong."""
-    return session.current().memo.get(key, make)
-
-
-def load(name: str) -> tuple[gpt.GPTConfig, dict, list[float]]:
-    """(config, params, training-loss history) of a trained model, checked against its pin:
-    the session's retrained weights for it if there are any, else the shipped ones."""
-    run = session.current()
-    if name not in run.models:
-        cfg, _ = specs()[name]
-        if name in run.trained:
-            params, history = run.trained[name]
-        else:
-            params, history = shipped(name)
-        run.models[name] = (cfg, params, history)
-    return run.models[name]
-
-
 @cache
 def shipped(name: str) -> tuple[dict, list[float]]:
     """The shipped weights of `name` and their loss history, read once and checked: a pure
@@ -161,14 +110,6 @@ def shipped(name: str) -> tuple[dict, list[float]]:
     for v in params.values():  # shared by every widget and session: nobody may change them
         v.flags.writeable = False
     return params, history
-
-
-def preparations() -> list:
-    """What the widgets' first changes would otherwise pay, as steps the browser's worker runs
-    one per turn while the reader reads: the corpus and its bigram baseline, each model's weights
-    (read and checked), and the kernel's first calls (gpt.warm_kernel). All of it is kept
-    (cached) for the widgets' own calls."""
-    return [corpus.data, corpus.bigram, *(partial(load, name) for name in specs()), gpt.warm_kernel]
 
 
 def files() -> list[Path]:

@@ -50,7 +50,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..engine import fmt
 from .hardware import GPU, GPUS, MODELS, NETWORK, Link, ModelCard, counts
 from .numformats import FORMATS
 
@@ -61,12 +60,6 @@ CACHE_FORMATS = ("fp32", "bf16", "fp8", "int8")  # serving engines do not keep t
 SCHEMES = {"fp32": ("bf16", "W32A16"), "bf16": ("bf16", "W16A16"), "fp8": ("fp8", "W8A8"),
            "int8": ("int8", "W8A8"), "int4": ("bf16", "W4A16")}
 ACTIVATION_BYTES = 2  # the all-reduced activations stay in bf16 whatever the weights' format
-
-
-def format_choices(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """(key, label) pairs for a control: 'BF16 · 2 bytes'."""
-    return tuple((k, f"{FORMATS[k].label} · {fmt.number(FORMATS[k].nbytes, 1 if FORMATS[k].nbytes < 1 else 0)} "
-                     f"byte{'s' if FORMATS[k].nbytes != 1 else ''}") for k in keys)
 
 
 def peak_of(g: GPU, compute: str) -> float:
@@ -259,9 +252,7 @@ def ttft(s: Setup, prompt: int, cached: int = 0) -> float:
     return prefill_parts(s, prompt, cached).total
 
 
-def clamp_context(m: ModelCard, tokens: int) -> tuple[int, str]:
-    """Tokens the model can hold, and the Catalan note the widget shows."""
-    if tokens <= m.max_context:
-        return tokens, f"dins del límit de {m.label} ({fmt.number(m.max_context)} posicions)"
-    return m.max_context, (f"{m.label} només admet {fmt.number(m.max_context)} posicions: es calcula amb "
-                           f"{fmt.number(m.max_context)} tokens en lloc de {fmt.number(tokens)}")
+def clamp_context(m: ModelCard, tokens: int) -> int:
+    """Tokens the model can hold of `tokens` (its positions end at max_context)."""
+    return min(tokens, m.max_context)
+

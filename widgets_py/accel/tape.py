@@ -19,7 +19,7 @@ import numpy as np
 from .builder import Builder
 from .program import Ref, dim, size
 
-ACTIVATIONS = ("relu", "gelu")  # the kernel's (models.backend refuses a config with any other)
+ACTIVATIONS = ("relu", "gelu")  # the kernel's (accel.backend refuses a config with any other)
 NORMS = {"layernorm": 0, "rmsnorm": 1}  # -> the norm primitives' `rms`
 
 

@@ -16,7 +16,7 @@ from .layers import (ACTIVATIONS, NORMS, attention, attention_backward, linear, 
 
 
 class Eager:
-    """A runner (backend.runner) and its ops: model `cfg` with parameters p."""
+    """A runner (gpt.runner) and its ops: model `cfg` with parameters p."""
 
     def __init__(self, p: dict, cfg):
         self.p, self.cfg = p, cfg

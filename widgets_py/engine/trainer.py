@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import corpus, gpt, pretrained, train
-from ..engine import fmt
+from ..maths import corpus, gpt, pretrained, train
+from . import fmt, session
 
 
 def smooth(history: list[float], window: int = 20) -> np.ndarray:
@@ -50,7 +50,7 @@ class Run:
             _, loss, self.params = step
             self.history.append(loss)
         if self.done:
-            pretrained.override(self.model, self.params, self.history)
+            session.override(self.model, self.params, self.history)
         elapsed = time.perf_counter() - self.started
         status = (f"Pas {fmt.number(len(self.history))} de {fmt.number(self.tc.steps)} · pèrdua "
                   f"{fmt.number(float(smooth(self.history)[-1]), 3)} nats · {fmt.number(elapsed, 1)} s")

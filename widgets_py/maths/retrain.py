@@ -1,6 +1,6 @@
 """Retrain the committed mini-GPTs: `./dev train [NAME ...]` (all models by default).
 
-Writes `widgets_py/models/weights/NAME.npz` and updates `manifest.json` (corpus hash, configs,
+Writes `widgets_py/maths/weights/NAME.npz` and updates `manifest.json` (corpus hash, configs,
 steps, seed, held-out loss, sha256 of each file). Training runs BLAS on one thread: on
 these tiny matrices threads only fight for the cores, and a busy machine then takes ten
 times as long. Review the manifest's held-out losses, then commit weights and manifest.
@@ -16,7 +16,6 @@ import time
 
 import numpy as np
 
-from ..engine import session
 from . import corpus, gpt, pretrained, train
 
 
@@ -67,11 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing:  # another corpus invalidates every model, not only the ones asked for
         print(f"note: also training {', '.join(missing)} (missing or made from another corpus)", file=sys.stderr)
         names += missing
-    with session.Session().active():  # the run's backend (engine.session): BLAS here
-        for name in names:
-            models[name] = retrain(name)
+    for name in names:  # no session: numpy's products (maths.products), BLAS here
+        models[name] = retrain(name)
     manifest = {
-        "about": "Trained by `./dev train` (widgets_py/models/retrain.py); checked by widgets_py/models/pretrained.py.",
+        "about": "Trained by `./dev train` (widgets_py/maths/retrain.py); checked by widgets_py/maths/pretrained.py.",
         "corpus_sha256": pretrained.corpus_sha256(),
         "corpus_chars": len(corpus.text()),
         "numpy": np.__version__,

@@ -21,10 +21,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..engine import session
-from . import backend, gpt, train
-from . import kernel as wasm
-from .compiled import Compiled
+from ..accel import kernel as wasm
+from ..accel.compiled import Compiled
+from ..maths import gpt, train
+from . import session
 
 class Helper:
     """The session's link to the helper (engine.session: `helper`): worker.js's client of it
@@ -43,10 +43,10 @@ def connect(client) -> None:
     runtime has no kernel (no WebAssembly SIMD: the helper could not run it either).
 
     The helper gets the compiled module: V8 shares a module's code between workers, tiered
-    up by this worker's warm-up (gpt.warm_kernel), where a fresh compile would run a held-out
+    up by this worker's warm-up (accel.backend.warm), where a fresh compile would run a held-out
     loss, one long call, in its baseline tier (measured: 50-60 ms against 25). The bytes go
     along, for a helper that cannot receive the module (a page opened from disk)."""
-    kernel = backend.current().kernel
+    kernel = session.current().products().kernel
     if kernel is None:
         return
     client.load(kernel.host.module, _js(wasm.WASM.read_bytes()))
@@ -152,11 +152,11 @@ def evaluate(p, cfg: gpt.GPTConfig, data: np.ndarray, tokens: int, then=lambda l
     """then(train.evaluate(p, cfg, data, tokens)) as a helper's job, or None (no helper, or
     weights the kernel does not take: evaluate here)."""
     helper = session.current().helper
-    if helper is None or not backend.current().runs(cfg, p["wte"]):
+    if helper is None or not session.current().products().runs(cfg, p["wte"]):
         return None
     recorder = Recorder()
     idx, targets = train.windows(cfg, data, tokens)
-    run = Compiled(backend.current(), p, cfg, gpt.shapes(cfg), kernel=wasm.Kernel(recorder))
+    run = Compiled(session.current().products(), p, cfg, gpt.shapes(cfg), kernel=wasm.Kernel(recorder))
     parts = run.call(gpt.held_out, x=gpt.embed(p, cfg, idx), targets=targets)
     return Job(helper, recorder, lambda: then(gpt.nll(*parts)), lambda: then(train.evaluate(p, cfg, data, tokens)))
 

@@ -1,6 +1,6 @@
 /* The mini-GPT's primitives in WebAssembly SIMD: what every source file of the kernel shares.
 
-   The kernel knows no model. Python (widgets_py/models/tape.py) compiles each pass of gpt.py
+   The kernel knows no model. Python (widgets_py/accel/tape.py) compiles each pass of gpt.py
    into a program of these primitives on addresses it laid out, and `run` (run.c) executes it
    in one call. Arrays are float32, row-major, addressed by pointers into the one memory;
    sizes count floats. Four lanes at a time where a row allows, the rest one by one.

@@ -1,6 +1,6 @@
 """The Catalan corpus as the mini-GPT sees it: characters, a train/held-out split, a baseline.
 
-`widgets_py/models/data/ca.txt` (package data; see corpus/SOURCE.md) holds paragraphs separated by blank lines; the
+`widgets_py/maths/data/ca.txt` (package data; see corpus/SOURCE.md) holds paragraphs separated by blank lines; the
 last 10 % of the paragraphs are held out. The bigram baseline is the cross-entropy, on the
 same held-out characters a model is scored on, of the bigram model the training text gives
 (pair counts with add-alpha smoothing, the alpha chosen on the training text's own last

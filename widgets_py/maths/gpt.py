@@ -7,10 +7,10 @@ token embedding.
 
 The model is `block` and `block_backward`, written against `ops`: norm, linear, act,
 attention, add, and each one's backward (llm.c's manual backprop, layer by layer). Who runs
-the ops is the session's backend's choice (`runner`): eager.py computes them now, in
-numpy, with layers.py's layers (natively, with BLAS); tape.py records them as the browser
+the ops is the runtime's choice (`runner`, products.py): eager.py computes them now, in
+numpy, with layers.py's layers (natively, with BLAS); in Pyodide accel/tape.py records them as the browser
 kernel's primitives, so that a whole pass (a forward, a decode step, a training step's
-forward, its backward) runs in one WebAssembly call (compiled.py): numpy's cost per call in
+forward, its backward) runs in one WebAssembly call (accel/compiled.py): numpy's cost per call in
 Pyodide, tens of microseconds some forty times a block, outweighs this model's arithmetic.
 Tests hold the kernel's passes to numpy's in float64 and to an independent float64 GPT.
 """
@@ -25,10 +25,12 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import backend, layers
-from .compiled import Compiled
+from . import layers, products
 from .eager import Eager
 from .layers import mean_nll, mm_nt, picked
+
+
+SIZES = ("vocab", "d", "layers", "heads", "context", "mlp")  # GPTConfig's sizes; its other fields are choices
 
 
 @dataclass(frozen=True)
@@ -190,17 +192,15 @@ def training_backward(ops, cfg: GPTConfig, x, idx, targets):
 # ---- what the widgets call --------------------------------------------------------------
 
 def runner(p, cfg: GPTConfig):
-    """Who runs model cfg's passes with parameters p: the kernel's programs where the session's
-    backend runs them (compiled.py), numpy's layers elsewhere (eager.py)."""
-    be = backend.current()
-    if be.runs(cfg, p["wte"]):
-        return Compiled(be, p, cfg, shapes(cfg))
-    return Eager(p, cfg)
+    """Who runs model cfg's passes with parameters p: numpy's layers (eager.py), or what the
+    runtime provides in their place (products.py: in Pyodide, the kernel's programs)."""
+    compiled = products.current().compiled(p, cfg)
+    return compiled if compiled is not None else Eager(p, cfg)
 
 
 def matmul_path() -> str:
-    """Which products this session uses: "blas" (natively), "wasm-simd" or "einsum" (Pyodide)."""
-    return backend.current().path
+    """Which products this run uses: "blas" (natively), "wasm-simd" or "einsum" (Pyodide)."""
+    return products.current().path
 
 
 def hidden_states(p, cfg: GPTConfig, idx) -> np.ndarray:
@@ -252,21 +252,3 @@ def next_logits(p, cfg: GPTConfig, tokens) -> np.ndarray:
     """Logits [V] of the token after `tokens` (at positions 0..T-1), with no cache kept (a
     generator sliding its window recomputes the window at every token)."""
     return mm_nt(runner(p, cfg).call(next_position, x=embed(p, cfg, np.asarray(tokens)[None]))[:, -1], p["wte"])[0]
-
-
-def warm_kernel() -> None:
-    """Every pass of the browser's kernel once, on a toy model: V8 starts a WebAssembly
-    function in its baseline tier and sets up its first calls, which a widget's first change
-    would otherwise pay (the worker calls this when idle, after the widgets' modules)."""
-    kernel = backend.current().kernel
-    if kernel is None:
-        return
-    cfg = GPTConfig(vocab=8, d=32, layers=1, heads=4, context=32)  # the mini-GPT's widths: loops that run
-    p = init(cfg, 0)  # long enough for V8 to optimise them
-    idx = np.arange(128).reshape(4, 32) % cfg.vocab  # [B, T]
-    loss(p, cfg, idx, idx)  # forward and the held-out loss's head
-    backward(p, cfg, forward(p, cfg, idx, idx)[2])  # training's forward, loss head and backward
-    extend(p, cfg, [1, 2, 3], extend(p, cfg, [4, 5])[1])  # prefill, then decode after a cache
-    kernel.nn(p["wte"], p["wte"].T.copy())  # a product alone (sampling's head, at its sizes)
-    zeros = np.zeros(8, np.float32)
-    kernel.adamw(zeros.copy(), zeros.copy(), zeros.copy(), zeros, np.zeros(8, np.int32), 0.1, 0.01, 1.0, 0.01, 0.1, 0.01, 1e-8)

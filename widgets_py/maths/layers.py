@@ -11,50 +11,24 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import backend
+from . import products
 
 
-# ---- matrix products: BLAS natively, a WebAssembly SIMD kernel in Pyodide ---------------
-# The session's backend chooses (models.backend says why each): `@` natively; in Pyodide the
-# kernel, or einsum's contiguous loops where it cannot load.
-FEW_ROWS = 4  # up to this many rows (a decode step), matmul's small fixed cost wins instead
-
-
-def _product(a2, b=None, bt=None):
-    """a2 [M, K] @ [K, N], the right side given as b [K, N] or as bt [N, K]."""
-    if a2.shape[0] <= FEW_ROWS:
-        return a2 @ (b if b is not None else bt.T)
-    n = b.shape[1] if b is not None else bt.shape[0]
-    be = backend.current()
-    if a2.size * n >= be.kernel_macs and be.takes(a2, b if b is not None else bt):
-        return be.kernel.nn(a2, b if b is not None else np.ascontiguousarray(bt.T))  # bt: a weight, small
-    if a2.shape[1] >= n:  # long sums, narrow output: contiguous dot products
-        return np.einsum("ik,nk->in", a2, np.ascontiguousarray(b.T) if bt is None else bt)
-    return np.einsum("ik,kn->in", a2, np.ascontiguousarray(bt.T) if b is None else b)  # row updates
-
+# ---- matrix products: whoever runs the code chooses how (products.py) -------------------
 
 def mm(a, b):
     """a [..., K] @ b [K, N] -> [..., N]."""
-    if not backend.current().einsum:
-        return a @ b
-    return _product(a.reshape(-1, a.shape[-1]), b=b).reshape(*a.shape[:-1], b.shape[1])
+    return products.current().mm(a, b)
 
 
 def mm_nt(a, b):
     """a [..., N] @ b [K, N].T -> [..., K]: the tied head, and gradients through a weight."""
-    if not backend.current().einsum:
-        return a @ b.T
-    return _product(a.reshape(-1, a.shape[-1]), bt=b).reshape(*a.shape[:-1], b.shape[0])
+    return products.current().mm_nt(a, b)
 
 
 def mm_tn(a, b):
     """a [M, K].T @ b [M, N] -> [K, N]: a weight gradient, summed over the M rows."""
-    be = backend.current()
-    if not be.einsum:
-        return a.T @ b
-    if a.size * b.shape[1] >= be.kernel_macs and be.takes(a, b):
-        return be.kernel.tn(a, b)
-    return np.einsum("km,nm->kn", np.ascontiguousarray(a.T), np.ascontiguousarray(b.T))  # dot: M is long
+    return products.current().mm_tn(a, b)
 
 
 # ---- layers: forward(...) -> (out, cache), backward(dout, cache) -> grads --------------
