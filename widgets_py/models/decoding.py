@@ -29,8 +29,10 @@ TOP_P_TOL = 1e-9  # a cumulative mass within 1e-9 of top_p counts as reaching it
 def softmax(s: np.ndarray) -> np.ndarray:
     """[..., V] scores -> [..., V] probabilities along the last axis (the maximum subtracted
     first, so that exp never overflows)."""
-    e = np.exp(s - np.maximum.reduce(s, axis=-1, keepdims=True))
-    return e / np.add.reduce(e, axis=-1, keepdims=True)
+    e = s - np.maximum.reduce(s, axis=-1, keepdims=True)
+    np.exp(e, out=e)
+    e /= np.add.reduce(e, axis=-1, keepdims=True)
+    return e
 
 
 def tempered(logits: np.ndarray, temperature: float) -> np.ndarray:
@@ -40,8 +42,10 @@ def tempered(logits: np.ndarray, temperature: float) -> np.ndarray:
     -inf for the rest, never inf - inf = NaN; as T -> 0 this is greedy (uniform over exactly
     tied maxima)."""
     z = logits.astype(np.float64, copy=False)
+    s = z - np.maximum.reduce(z, axis=-1, keepdims=True)
     with np.errstate(over="ignore"):  # a tiny T sends the non-maxima to -inf: intended
-        return (z - np.maximum.reduce(z, axis=-1, keepdims=True)) / temperature
+        s /= temperature
+    return s
 
 
 def probs(logits: np.ndarray, temperature: float) -> np.ndarray:
