@@ -369,6 +369,17 @@ def test_parameter_and_mac_counts():
     assert gpt.macs_per_token(cfg) == sum(v.size for v in p.values() if v.ndim == 2)
 
 
+def test_attention_macs_count_a_causal_pass_by_hand():
+    """A causal pass over T tokens, per layer and head: q·k for the T(T+1)/2 pairs (t, s <= t),
+    d/heads MACs each, and as many for the weighted sum of the values; the decode step of a
+    token after T - 1 others sees T keys, the last row of that triangle."""
+    cfg = gpt.GPTConfig(vocab=50, d=16, layers=3, heads=4)
+    T, hd = 10, cfg.d // cfg.heads
+    pass_macs = cfg.layers * cfg.heads * 2 * hd * T * (T + 1) // 2
+    assert T * gpt.attention_macs_per_token(cfg, (T + 1) / 2) == pass_macs
+    assert gpt.attention_macs_per_token(cfg, T) == cfg.layers * cfg.heads * 2 * hd * T
+
+
 def test_float32_in_float32_out():
     cfg = gpt.GPTConfig(vocab=9, d=8, layers=1, heads=2, context=6)
     p = trained_like(cfg, 0)

@@ -17,8 +17,8 @@ from widgets_py import run
 
 from widgets_py.engine import session
 from widgets_py.maths import corpus, gpt
-from widgets_py.cap15.sampling import (SAMPLE_CHARS, TOP_P_TOL, context_at, draw, generate, penalised,
-                                 restricted, shape)
+from widgets_py.cap15.sampling import SAMPLE_CHARS, context_at, generate
+from widgets_py.maths.decoding import TOP_P_TOL, draw, penalised, restricted, shape
 
 NONE = np.array([], dtype=np.int64)
 
@@ -423,7 +423,7 @@ def test_the_generator_draws_from_its_distribution():
 
 
 def test_the_draw_is_numpys_choice_token_for_token():
-    """draw(p, rng) against numpy's Generator.choice(len(p), p=p), the reference: 3,000 random
+    """draw(p, rng.random()) against numpy's Generator.choice(len(p), p=p), the reference: 3,000 random
     distributions (zeros, near-ties, 1 to 99 tokens), five draws each from identically seeded
     generators, then one more uniform: the same tokens, and the streams still in step."""
     src = np.random.default_rng(123)
@@ -435,5 +435,5 @@ def test_the_draw_is_numpys_choice_token_for_token():
         p /= p.sum()
         seed = int(src.integers(0, 2**32))
         ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
-        assert [draw(p, ours) for _ in range(5)] == [int(numpys.choice(n, p=p)) for _ in range(5)]
+        assert [draw(p, ours.random()) for _ in range(5)] == [int(numpys.choice(n, p=p)) for _ in range(5)]
         assert ours.random() == numpys.random()

@@ -22,8 +22,8 @@ from widgets_py import run
 
 from widgets_py.engine import session
 from widgets_py.maths import gpt, pretrained
-from widgets_py.cap15.speculative import (MARKS, PARAMS, PROMPT_CHARS, GPTModel, inverse_cdf, prompt_tokens, probs,
-                                          speculate, target_alone)
+from widgets_py.cap15.speculative import MARKS, PARAMS, PROMPT_CHARS, GPTModel, prompt_tokens, speculate, target_alone
+from widgets_py.maths.decoding import draw, probs
 
 # ---- models to plug in -----------------------------------------------------------------
 
@@ -223,7 +223,7 @@ def test_rejection_sampling_keeps_the_joint_law_of_the_target(vocab, n, k):
 # ---- speed: tokens per target pass (Leviathan et al. 2023, eq. 1) -----------------------
 
 def overlap_of_cdf_intervals(p, q):
-    """P(inverse_cdf(p, u) == inverse_cdf(q, u)) for u ~ U(0, 1): the exact coupling's α."""
+    """P(draw(p, u) == draw(q, u)) for u ~ U(0, 1): the exact coupling's α."""
     P, Q = np.concatenate([[0], np.cumsum(p)]), np.concatenate([[0], np.cumsum(q)])
     return float(np.maximum(0, np.minimum(P[1:], Q[1:]) - np.maximum(P[:-1], Q[:-1])).sum())
 
@@ -357,13 +357,13 @@ def test_figure_draws_each_token_in_its_box_with_its_mark():
 
 def test_inverse_cdf_uses_half_open_intervals_and_unnormalised_weights():
     """Token i owns [P_(i-1), P_i): a zero-probability token is never drawn, even at u = 0."""
-    assert inverse_cdf(np.array([0.0, 1.0]), 0.0) == 1
-    assert inverse_cdf(np.array([0.5, 0.5]), 0.5) == 1 and inverse_cdf(np.array([0.5, 0.5]), 0.4999) == 0
-    assert inverse_cdf(np.array([2.0, 2.0, 4.0]), 0.6) == 2  # weights need not sum to 1
+    assert draw(np.array([0.0, 1.0]), 0.0) == 1
+    assert draw(np.array([0.5, 0.5]), 0.5) == 1 and draw(np.array([0.5, 0.5]), 0.4999) == 0
+    assert draw(np.array([2.0, 2.0, 4.0]), 0.6) == 2  # weights need not sum to 1
     rng = np.random.default_rng(0)
     for _ in range(2000):  # u just below 1 never falls off the end through rounding
         p = rng.dirichlet(np.ones(7))
-        assert inverse_cdf(p, np.nextafter(1.0, 0.0)) < 7
+        assert draw(p, np.nextafter(1.0, 0.0)) < 7
 
 
 def test_probs_is_a_stable_float64_softmax_per_row():

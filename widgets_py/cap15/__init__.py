@@ -12,11 +12,15 @@ import math
 from ..engine import fmt
 
 
+def critical_text(b: float) -> str:
+    """A critical batch as a table cell or a live number: the number, or why there is none."""
+    return fmt.number(b) if math.isfinite(b) else "cap (el pas espera la memòria amb qualsevol lot)"
+
+
 def critical_values(b: float, key: str) -> dict:
     """A critical batch as a widget's outputs: the number (0 when there is none) and a Catalan text."""
     finite = math.isfinite(b)
-    text = fmt.number(b) if finite else "cap (el pas espera la memòria amb qualsevol lot)"
-    return {key: b if finite else 0, f"{key}_exists": finite, f"{key}_text": text}
+    return {key: b if finite else 0, f"{key}_exists": finite, f"{key}_text": critical_text(b)}
 
 
 def critical_sentence(b: float) -> str:

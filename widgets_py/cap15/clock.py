@@ -39,9 +39,9 @@ def counts(cfg: gpt.GPTConfig, n_params: int, L: int) -> dict:
     path all heads at once, the kernel one head at a time): L float32 per token, head and
     layer, then gone over again by the softmax and the weighted sum. Those bytes
     grow with L where the weights' share per token falls as 1/L: the prefill's upturn."""
-    d, matmul = cfg.d, gpt.macs_per_token(cfg)
-    attn_decode = cfg.layers * 2 * d * L  # scores and weighted sum over L keys
-    attn_prefill = cfg.layers * 2 * d * (L + 1) / 2  # token t sees t keys: mean (L+1)/2
+    matmul = gpt.macs_per_token(cfg)
+    attn_decode = gpt.attention_macs_per_token(cfg, L)  # the new token sees L keys
+    attn_prefill = gpt.attention_macs_per_token(cfg, (L + 1) / 2)  # token t sees t keys: mean (L+1)/2
     scores = BYTES * cfg.layers * cfg.heads * L  # one row of L scores per head and layer
     return {
         "bytes_decode": BYTES * n_params, "bytes_prefill": BYTES * n_params / L,

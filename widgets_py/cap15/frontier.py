@@ -19,7 +19,7 @@ from ..engine.params import Output, Param
 from ..engine.svg import Plot, log_ticks
 from ..engine.widget import Widget
 from ..maths.frontier import batch_in_memory, best_under, critical_batch, frontier
-from . import critical_sentence, critical_values
+from . import critical_sentence, critical_text, critical_values
 from ..maths.hardware import GPUS, MODELS
 from ..maths.serving import CACHE_FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, ttft
 
@@ -56,15 +56,13 @@ def frontier_widget(model: str, gpu: str, n_gpus: int, context: int, weight_form
     return {
         "curve": (batches, tpot, per_gpu, tpot0, per_gpu0), "rows": rows,
         "tpot_1_ms": 1e3 * tpot[0], "per_gpu_1": per_gpu[0],
-        "fit_batch": fit, "fits": fit >= 1,
+        "fit_batch": fit,
         "best_batch": int(batches[best]) if best >= 0 else 0, "meets_target": best >= 0,
         "best_per_gpu": per_gpu[best] if best >= 0 else 0.0, "best_tpot_ms": 1e3 * tpot[best] if best >= 0 else 0.0,
         "best_gain": per_gpu[best] / per_gpu[0] if best >= 0 else 0.0,
-        "max_per_gpu_cache": float(per_gpu[batches <= max(fit, 1)].max()),
         **critical_values(critical_batch(s), "critical_batch"),
-        **critical_values(with_cache, "critical_batch_cache"),
+        "critical_batch_cache_text": critical_text(with_cache),
         "critical_batch_cache_sentence": critical_sentence(with_cache),
-        "scheme": SCHEMES[weight_format][1],
         "int4_decode_gain": rows["bf16"]["tpot_1_ms"] / rows["int4"]["tpot_1_ms"],
         "int4_prefill_gain": rows["bf16"]["ttft_s"] / rows["int4"]["ttft_s"],
         "fp8_decode_gain": rows["bf16"]["tpot_1_ms"] / rows["fp8"]["tpot_1_ms"],
@@ -123,7 +121,7 @@ def _tables(p: dict, state: dict) -> str:
     body = "".join(
         f"<tr><td>{SCHEMES[f][1]} ({f.upper()})</td><td>{'només pesos' if SCHEMES[f][0] == 'bf16' and f != 'bf16' else 'pesos i activacions'}</td>"
         f"<td>{fmt.with_unit(r['tpot_1_ms'], 1, 'ms')}</td><td>{fmt.with_unit(r['ttft_s'], 2, 's')}</td>"
-        f"<td>{critical_values(r['critical'], 'c')['c_text']}</td><td>{fmt.number(r['best_per_gpu'])}</td></tr>"
+        f"<td>{critical_text(r['critical'])}</td><td>{fmt.number(r['best_per_gpu'])}</td></tr>"
         for f, r in state["rows"].items())
     return (f"<p class=\"tw-note\">Context: {state['context_note']}.</p>"
             f"<table><caption>Formats dels pesos a {fmt.tokens(state['context_used'])} tokens de context</caption>"
@@ -152,16 +150,11 @@ OUTPUTS = (
     Output("best_gain", "guany respecte d'una seqüència", "×", 1, panel=False),
     Output("meets_target", "s'arriba a l'objectiu?", style="bool", panel=False),
     Output("fit_batch", "seqüències que hi caben"),
-    Output("fits", "hi caben els pesos?", style="bool", panel=False),
-    Output("max_per_gpu_cache", "màxim tok/s per GPU dins la memòria", "tok/s", 0, panel=False),
     Output("critical_batch", "lot crític sense cache (0: cap)", panel=False),
     Output("critical_batch_exists", "hi ha lot crític sense cache?", style="bool", panel=False),
     Output("critical_batch_text", "lot crític, sense el cache", style="text"),
-    Output("critical_batch_cache", "lot crític amb el cache (0: cap)", panel=False),
-    Output("critical_batch_cache_exists", "hi ha lot crític amb el cache?", style="bool", panel=False),
     Output("critical_batch_cache_text", "lot crític, amb el cache", style="text"),
     Output("critical_batch_cache_sentence", "lot crític amb el cache, en una frase", style="text", panel=False),
-    Output("scheme", "esquema", style="text", panel=False),
     Output("int4_decode_gain", "INT4 (W4A16): guany en decode", "×", 2, panel=False),
     Output("int4_prefill_gain", "INT4 (W4A16): guany en prefill", "×", 2, panel=False),
     Output("fp8_decode_gain", "FP8 (W8A8): guany en decode", "×", 2, panel=False),

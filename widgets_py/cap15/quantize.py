@@ -294,9 +294,6 @@ OUTPUTS = (
     Output("degradation_bf16", "degradació a BF16", "nats", 4, panel=False),
     Output("degradation_fp8", "degradació a FP8", "nats", 3, panel=False),
     Output("degradation_nf4", "degradació a NF4", "nats", 3, panel=False),
-    Output("memory_nf4", "memòria a NF4, respecte de BF16", decimals=1, style="pct", panel=False),
-    Output("bits_nf4", "bits per pes a NF4", "bits", 2, panel=False),
-    Output("bits_int8", "bits per pes a INT8", "bits", 2, panel=False),
     Output("bigram", "bigrama, el model de referència", "nats", 2, panel=False),
 )
 

@@ -19,8 +19,8 @@ from ..maths.hardware import GPUS, MODELS, counts
 from ..engine.params import Output, Param
 from ..engine.widget import Widget
 from ..maths.frontier import critical_batch
-from . import critical_values
-from ..maths.serving import (matrices_read, FORMATS, SCHEMES, WEIGHT_FORMATS, Setup, decode_step, expected_experts,
+from . import critical_text
+from ..maths.serving import (matrices_read, FORMATS, WEIGHT_FORMATS, Setup, decode_step, expected_experts,
                               flops_per_token, kv_bytes_per_token, matrices_read_share, params_read, prefill_parts,
                               step_time, ttft)
 from ..engine.svg import Plot, log_ticks
@@ -53,11 +53,9 @@ def roofline(model: str, gpu: str, prompt_tokens: int, batch: int, weight_format
         "ttft_s": ttft(s, prompt),
         "ttft_no_attention_s": no_attention,
         "attention_share_ttft": prefill.attention / prefill.total,
-        "attention_extra": prefill.total / no_attention - 1,
-        "weight_scheme": SCHEMES[weight_format][1],
         "peak_tflops": s.peak / 1e12,
-        **critical_values(critical_batch(s), "critical_batch"),
-        **critical_values(critical_batch(s, prompt), "critical_batch_cache"),
+        "critical_batch_text": critical_text(critical_batch(s)),
+        "critical_batch_cache_text": critical_text(critical_batch(s, prompt)),
         "batch_tps": batch / t_batch,
         "batch_gain": (batch / t_batch) * tpot,
         "experts_batch": expected_experts(m.n_experts, m.n_active_experts, batch) if m.n_experts else 0.0,
@@ -203,14 +201,8 @@ OUTPUTS = (
     Output("gpus_for_weights", "GPU per als pesos", decimals=0, panel=False),
     Output("ttft_no_attention_s", "TTFT sense els productes de l'atenció", "s", 2, panel=False),
     Output("attention_share_ttft", "part del TTFT que és atenció", decimals=0, style="pct", panel=False),
-    Output("attention_extra", "el que l'atenció allarga el TTFT", decimals=0, style="pct", panel=False),
-    Output("weight_scheme", "esquema de pesos i activacions", style="text", panel=False),
     Output("peak_tflops", "pic de càlcul en aquest format", "TFLOP/s", 0, panel=False),
-    Output("critical_batch", "lot crític, sense cache", decimals=0, panel=False),
-    Output("critical_batch_exists", "hi ha lot crític sense cache?", style="bool", panel=False),
     Output("critical_batch_text", "lot crític, sense cache", style="text", panel=False),
-    Output("critical_batch_cache", "lot crític, amb el cache del prompt (0: cap)", decimals=0, panel=False),
-    Output("critical_batch_cache_exists", "hi ha lot crític amb el cache?", style="bool", panel=False),
     Output("critical_batch_cache_text", "lot crític, amb el cache del prompt", style="text"),
 )
 

@@ -1,12 +1,8 @@
 """§6 Choosing the token: temperature, top-k, top-p, min-p and repetition penalty.
 
 The distribution is the trained mini-GPT's own, at a chosen position of the held-out
-text. The chain is Hugging Face transformers' (`_get_logits_processor`, do_sample=True):
-repetition penalty -> temperature -> top-k -> top-p on the renormalised top-k survivors
--> min-p against the largest survivor; `min_tokens_to_keep=1` throughout. vLLM's
-`apply_top_k_top_p` does top-k and top-p the same way (ties at the k-th logit kept,
-top-p on the survivors, at least one token left); vLLM v1 differs in one place: it runs
-min-p (an argmax-invariant logits processor) *before* top-k/top-p. We follow HF.
+text; the chain that shapes it (Hugging Face transformers' order) and the draw are
+maths.decoding's.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ import numpy as np
 from ..engine import fmt
 from ..engine import session
 from ..maths import corpus, gpt
+from ..maths.decoding import draw, restricted, shape, softmax
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget
 from ..engine.svg import Plot, current
@@ -25,99 +22,11 @@ from ..engine.svg import Plot, current
 SAMPLE_CHARS = 120  # characters generated with the current settings
 SAMPLE_STAGE = 30  # characters per stage of the sample shown while it is generated
 SHOWN = 24  # bars in the figure
-TOP_P_TOL = 1e-9  # a cumulative mass within 1e-9 of top_p counts as reaching it (see nucleus)
-
-
-def softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max())
-    return e / e.sum()
 
 
 def entropy(p: np.ndarray) -> float:
     nz = p[p > 0]
     return float(-(nz * np.log(nz)).sum())
-
-
-def penalised(logits: np.ndarray, seen: np.ndarray, penalty: float) -> np.ndarray:
-    """CTRL / HF RepetitionPenaltyLogitsProcessor: once per distinct token already in the sequence,
-    divide a positive logit by the penalty, multiply a negative one."""
-    z = logits.astype(np.float64)  # [V], a copy
-    if penalty != 1.0 and len(seen):
-        hit = np.zeros(z.shape, bool)
-        hit[seen] = True  # each distinct token once, however often it occurred
-        z = np.where(hit, np.where(z < 0, z * penalty, z / penalty), z)
-    return z
-
-
-def nucleus(s: np.ndarray, alive: np.ndarray, top_p: float) -> np.ndarray:
-    """HF TopPLogitsWarper on the renormalised survivors `alive` of scaled logits `s`.
-
-    Keeps token r (by decreasing probability) while the mass of the tokens before it is
-    below top_p: the smallest prefix whose mass reaches top_p, and never fewer than one.
-    "Reaches" allows TOP_P_TOL: 0.5 + 0.3 sums to 0.7999999999999999 in floats, and the
-    prefix {0.5, 0.3} must count as reaching 0.8 (HF's own test expects it). The tolerance
-    is far above float64 rounding of a sum of a few hundred terms (~1e-14) and far below
-    any mass difference the widget can show. Ties are ordered as HF and vLLM order them,
-    by a stable ascending sort of the scores: among equal scores the higher token id
-    counts as more likely.
-    """
-    order = np.where(alive, s, -np.inf).argsort(kind="stable")[::-1]  # [V] most likely first
-    q = np.where(alive, np.exp(s), 0.0)[order]  # [V] survivors' weights, sorted
-    cum = (q / np.add.reduce(q)).cumsum()  # [V] mass up to and including rank r
-    n = 1 + int(cum.searchsorted(top_p - TOP_P_TOL))  # ranks whose predecessors hold < top_p
-    keep = np.zeros(alive.shape, bool)
-    keep[order[:n]] = True
-    return keep & alive
-
-
-def shape(logits: np.ndarray, seen: np.ndarray, temperature: float, top_k: int, top_p: float,
-          min_p: float, penalty: float) -> tuple[np.ndarray, np.ndarray]:
-    """(distribution after penalty and temperature, mask of the tokens that can be drawn).
-
-    Sampling draws from the distribution restricted to the mask and renormalised. It runs
-    once per generated character, so reductions and sorts are the ufuncs' and arrays' own
-    methods: numpy's module-level wrappers cost more than the work in Pyodide (same bits).
-    """
-    z = penalised(logits, seen, penalty)  # [V] 1. repetition penalty, on the raw logits
-    if temperature == 0:  # greedy (HF do_sample=False): the argmax, the first one on ties
-        p = np.zeros_like(z)
-        p[np.argmax(z)] = 1.0
-        return p, p > 0
-    # 2. temperature in log space: the max-subtracted logits are <= 0, so dividing by a tiny
-    # temperature gives 0 for the maximum and -inf for the rest, never inf - inf = NaN;
-    # as T -> 0 this is greedy (uniform over exactly tied maxima).
-    with np.errstate(over="ignore"):  # a tiny T sends the non-maxima to -inf: intended
-        s = (z - np.maximum.reduce(z)) / temperature  # [V]
-    p = np.exp(s)
-    p /= np.add.reduce(p)  # [V] tempered distribution
-    keep = np.ones(z.shape, dtype=bool)
-    if top_k:  # 3. HF TopKLogitsWarper: every score >= the k-th largest, so ties at the k-th stay
-        k = min(max(int(top_k), 1), len(s))
-        keep &= s >= np.partition(s, len(s) - k)[len(s) - k]
-    if top_p < 1.0:  # 4. nucleus of the renormalised top-k survivors
-        keep = nucleus(s, keep, top_p)
-    if min_p > 0:  # 5. HF MinPLogitsWarper: relative to the largest renormalised survivor
-        q = np.where(keep, p, 0.0)
-        q /= np.add.reduce(q)
-        best = np.argmax(q)
-        keep &= q >= min_p * q[best]
-        keep[best] = True  # min_tokens_to_keep = 1
-    return p, keep & (p > 0)  # a token whose probability underflowed to 0 cannot be drawn
-
-
-def restricted(p: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """The distribution sampling draws from: p on the kept tokens, renormalised."""
-    q = np.where(keep, p, 0.0)
-    return q / q.sum()
-
-
-def draw(dist: np.ndarray, rng: np.random.Generator) -> int:
-    """rng.choice(len(dist), p=dist), the same token from the same uniform (numpy's own
-    inverse CDF: cumulative sum, normalised, searched on the right), without choice's checks
-    of p, which cost more than the draw in Pyodide (tested against choice)."""
-    cdf = np.cumsum(dist)
-    cdf /= cdf[-1]
-    return int(cdf.searchsorted(rng.random(), side="right"))
 
 
 class Step(NamedTuple):
@@ -149,7 +58,7 @@ def generate(params: dict, cfg: gpt.GPTConfig, prompt: np.ndarray, n: int, setti
     for _ in range(n):
         p, keep = shape(last, seen.nonzero()[0], **settings)  # temperature, top-k, top-p, min-p, penalty
         dist = restricted(p, keep)
-        token = draw(dist, rng)  # sample
+        token = draw(dist, rng.random())  # sample
         yield Step(window, dist, token)
         seen[token] = True
         if len(window) < cfg.context:  # still fits: extend the cache by one token

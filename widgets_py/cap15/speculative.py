@@ -1,14 +1,10 @@
 """§5 Speculative decoding: a small draft proposes k tokens, the target checks them at once.
 
-Two couplings of draft and target:
-- exact: both read the same uniform number u_i at output position i and turn it into a
-  token by inverse CDF; a draft token is kept only if it is the target's own choice for
-  u_i, so the output is token for token what the target alone samples with that seed;
-- rejection (Leviathan et al. 2023): keep draft token x with probability min(1, p/q),
-  otherwise sample from (p - q)+ normalised; the output *distribution* is the target's.
-A verification is one `extend` of the target over the k proposed tokens. `speculate`
-takes the two models as arguments (anything with `extend` and `trim`), so tests can
-plug in tiny random GPTs or context-free unigram models; the widget uses the trained ones.
+The two couplings of draft and target, exact (the target's own sequence) and rejection
+(Leviathan et al. 2023: the target's distribution), are maths.decoding's. A verification
+is one `extend` of the target over the k proposed tokens. `speculate` takes the two models
+as arguments (anything with `extend` and `trim`), so tests can plug in tiny random GPTs or
+context-free unigram models; the widget uses the trained ones.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ import numpy as np
 from ..engine import fmt
 from ..engine import session
 from ..maths import corpus, gpt, pretrained
+from ..maths.decoding import coupled_draw, draw, judge, probs
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget, finish
 from ..engine.stages import stage
@@ -55,17 +52,6 @@ def models(draft_every: str) -> tuple[GPTModel, GPTModel]:
     return GPTModel(*session.load("target")[:2]), GPTModel(*session.load(f"draft-{draft_every}")[:2])
 
 
-def probs(logits: np.ndarray, temperature: float) -> np.ndarray:
-    z = logits.astype(np.float64) / temperature
-    e = np.exp(z - z.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
-def inverse_cdf(p: np.ndarray, u: float) -> int:
-    """The token whose CDF interval holds u: the first i with u < p_0 + ... + p_i."""
-    return int(min(np.searchsorted(np.cumsum(p), u * p.sum(), side="right"), len(p) - 1))
-
-
 def check_context(pair, prompt, n: int) -> None:
     """The last position evaluated is len(prompt) + n - 1: it must lie inside every model's window."""
     for model in pair:
@@ -81,26 +67,10 @@ def target_alone(target, prompt, n: int, temperature: float, seed: int) -> list[
     logits, kv = target.extend(prompt)
     out = []
     for i in range(n):
-        out.append(inverse_cdf(probs(logits[-1], temperature), u[i]))
+        out.append(draw(probs(logits[-1], temperature), u[i]))
         if i + 1 < n:
             logits, kv = target.extend([out[-1]], kv)
     return out
-
-
-def draw(p: np.ndarray, coupling: str, u: float, rng: np.random.Generator) -> int:
-    """One token from p: by inverse CDF of the shared u (exact), or from the coupling's own rng."""
-    return inverse_cdf(p, u) if coupling == "exact" else int(rng.choice(len(p), p=p))
-
-
-def judge(p: np.ndarray, q: np.ndarray, x: int, coupling: str, u: float, rng) -> tuple[bool, int]:
-    """Does the target keep draft token x (drawn from q)? (kept, token emitted here)."""
-    if coupling == "exact":  # kept only if it is the target's own choice for this u
-        choice = inverse_cdf(p, u)
-        return choice == x, choice
-    if rng.random() < min(1.0, p[x] / q[x]):  # keep with probability min(1, p/q)
-        return True, x
-    residual = np.maximum(p - q, 0.0)  # else sample the residual (p - q)+, normalised
-    return False, int(rng.choice(len(p), p=residual / residual.sum()))
 
 
 def speculate(target, draft, prompt, n: int, k: int, coupling: str, temperature: float, seed: int) -> dict:
@@ -134,7 +104,7 @@ def speculating(target, draft, prompt, n: int, k: int, coupling: str, temperatur
         xs, qs = [], []
         for j in range(m):  # the draft proposes m tokens, one cheap step each
             qs.append(probs(d_logits[-1], temperature))
-            xs.append(draw(qs[-1], coupling, u[base + j], rng))
+            xs.append(coupled_draw(qs[-1], coupling, u[base + j], rng))
             d_logits, d_kv = draft.extend([xs[-1]], d_kv)
         rows, t_kv = target.extend(pending + xs, t_kv)  # one target pass verifies all m
         # [m + 1, V]: the target's law at each proposal, and one more after the last
@@ -149,7 +119,7 @@ def speculating(target, draft, prompt, n: int, k: int, coupling: str, temperatur
             shown.append((x, "accepted"))
             n_ok += 1
         if n_ok == m and len(out) < n:  # every proposal kept: one more token comes free
-            out.append(draw(ps[m], coupling, u[len(out)], rng))
+            out.append(coupled_draw(ps[m], coupling, u[len(out)], rng))
             shown.append((out[-1], "bonus"))
         rounds.append({"proposed": m, "accepted": n_ok, "emitted": len(out) - base})
         valid = len(prompt) + base + n_ok  # cache rows that hold kept tokens

@@ -57,7 +57,7 @@ def training():
     (engine.stages): the curve is at hand; the held-out loss, once per weights, is not."""
     cfg, p, history = session.load(MODEL)
     out = {"params": gpt.n_params(p), "steps_trained": len(history), "bigram": corpus.bigram_baseline(EVAL_TOKENS),
-           "final_train_loss": float(smooth(history)[-1]), "history": history}
+           "history": history}
     heldout = yield from stage(HELDOUT, heldout_loss, Partial(dict(out), 0.1, "la pèrdua sobre el text reservat"))
     return out | {"heldout_loss": heldout, "beats_bigram": heldout < corpus.bigram_baseline(EVAL_TOKENS)}
 
@@ -87,7 +87,6 @@ OUTPUTS = (
     Output("heldout_loss", "pèrdua, text reservat", "nats", 3),
     Output("bigram", "bigrama, el model de referència", "nats", 2),
     Output("beats_bigram", "supera el bigrama?", style="bool"),
-    Output("final_train_loss", "pèrdua d'entrenament final", "nats", 3, panel=False),
 )
 
 WIDGET = Widget(

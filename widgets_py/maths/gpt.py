@@ -97,6 +97,13 @@ def macs_per_token(cfg: GPTConfig) -> int:
     return cfg.layers * (d * 3 * d + d * d + 2 * d * h) + d * cfg.vocab
 
 
+def attention_macs_per_token(cfg: GPTConfig, keys: float) -> float:
+    """Multiply-adds of attention for one token that sees `keys` keys: its scores (q·k) and
+    the weighted sum of the values, d each per key, in every layer. In a causal pass over L
+    tokens, token t sees t keys: (L + 1) / 2 on average."""
+    return cfg.layers * 2 * cfg.d * keys
+
+
 @lru_cache(maxsize=256)
 def positions(start: int, count: int, d: int) -> np.ndarray:
     """Sinusoidal position encodings of positions start..start+count-1: [count, d]. Kept

@@ -122,7 +122,7 @@ def windows(cfg: gpt.GPTConfig, data: np.ndarray, tokens: int) -> tuple[np.ndarr
 
 def flops_per_step(cfg: gpt.GPTConfig, batch_size: int) -> float:
     """FLOPs of one training step, from the shapes: forward, and backward at twice that."""
-    d, t = cfg.d, cfg.context
+    t = cfg.context
     matmul = gpt.macs_per_token(cfg)  # multiply-adds per token
-    attention = cfg.layers * 2 * d * (t + 1) / 2  # scores and weighted sum, mean over positions
+    attention = gpt.attention_macs_per_token(cfg, (t + 1) / 2)  # mean over the window's positions
     return 3 * 2 * (matmul + attention) * batch_size * t
