@@ -104,7 +104,7 @@ PACKAGE_IMPORTS = """\
 import importlib, json
 import {entry} as entry
 entry.prepare()  # as worker.js: numpy, and the worker's session (engine.session)
-warm = entry.WarmUp()  # as worker.js pumps it, without a helper
+warm = entry.WarmUp()  # as worker.js pumps it
 while not (task := json.loads(warm.advance()))["done"]:
     pass
 if task["failed"]:

@@ -229,8 +229,7 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
         if not imported:
             raise ExportError("worker.js imports no script by importScripts(script(NAME)): export.py no longer reads it")
         sources = {name: (tw / name).read_text() for name in imported}
-        sources.update({"worker.js": worker, "export_worker.js": (HERE / "export_worker.js").read_text(),
-                        "helper.js": (tw / "helper.js").read_text()})
+        sources.update({"worker.js": worker, "export_worker.js": (HERE / "export_worker.js").read_text()})
         boot = (HERE / "export_boot.js").read_text().replace("__EXPORT__", json.dumps({
             "sources": sources, "prelude": "export_worker.js", "entry": "worker.js",
             "payloadType": PAYLOAD_TYPE, "FILES": FILES_MESSAGE,

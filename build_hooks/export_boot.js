@@ -2,9 +2,9 @@
 // The single-file export's page side (build_hooks/export.py writes it into the file, before
 // kernel.js). It tells the kernel how to make its worker when the page has no folder to load
 // it from: `tw.embedded.worker()` starts one from a Blob URL (export_worker.js, then the
-// site's worker.js), `tw.embedded.helper()` the kernel's helper (helper.js), and, once the
-// document is parsed, posts the worker the compressed payloads that the file carries in
-// <script type="application/x-tw-payload"> elements (base64 of gzip).
+// site's worker.js) and, once the document is parsed, posts the worker the compressed
+// payloads that the file carries in <script type="application/x-tw-payload"> elements
+// (base64 of gzip).
 //
 // From file:// the page's origin and its worker's are opaque, and engines disagree on whose
 // blob: URLs the worker may load: Chromium (and Firefox) load those the worker made and
@@ -74,10 +74,5 @@
     return w;
   }
 
-  /** The kernel's helper (helper.js: the WebAssembly kernel alone, no files to load). */
-  function helper() {
-    return new Worker(scriptURL(`${EXPORT.sources["lockdown.js"]}\n${EXPORT.sources["helper.js"]}`)); // locked down as kernel.js's
-  }
-
-  tw.embedded = { worker, helper };
+  tw.embedded = { worker };
 })();

@@ -12,8 +12,8 @@ inline-script hashes of all pages, the single-file downloads' included) plus
 `frame-ancestors 'none'`. A browser enforces both the header and the meta policy, so each
 page stays held to its own meta policy; the header only has to allow all of them.
 
-The Pyodide worker and the kernel's helper need no header of their own: kernel.js starts
-them from blob: URLs, and such a worker inherits its page's policies, the header's and the
+The Pyodide worker needs no header of its own: kernel.js starts it from a blob: URL, and
+such a worker inherits its page's policies, the header's and the
 meta tag's alike. Served with these headers, without them (GitHub Pages), or from one file,
 the browser holds the worker to the page's `script-src` and `connect-src`; lockdown.js is a
 second wall (see MAINTAINING.md).

@@ -39,7 +39,7 @@ OWN_ASSET = re.compile(r'((?:src|href)="[^"?#]*?assets/tw/([\w.-]+\.(?:js|css)))
 NEVER_REQUESTED = re.compile(r".*\.map$|.*\.gz$|.*\.br$|_headers$|nginx-headers\.conf$"  # for hosts and tools: no page asks
                              r"|.*\.descarrega\.html$")  # a chapter as one file (export.py): downloaded, not read here
 LUNR = "assets/javascripts/lunr/"
-LOADED = ("assets/tw/worker.js", "assets/tw/helper.js", "assets/tw/protocol.js", "assets/tw/lockdown.js",
+LOADED = ("assets/tw/worker.js", "assets/tw/protocol.js", "assets/tw/lockdown.js",
           bundle.RUNTIME_DIR + bundle.LOCK)  # loaded by scripts (kernel.js, worker.js), by URL with ?v=
 
 

@@ -32,9 +32,9 @@ widgets_py.__path__.append(str(FIXTURE / "widgets_py"))
 @pytest.fixture(autouse=True, scope="module")
 def run_session():
     """Each test module runs in a widgets_py session of its own (engine.session: memo, models,
-    backend, helper): what one module computes or retrains does not reach another. A test
-    that needs other state (the browser's kernel on wasmtime, a retrained model, a connected
-    helper) makes its own Session, active within it."""
+    backend): what one module computes or retrains does not reach another. A test that
+    needs other state (the browser's kernel on wasmtime, a retrained model) makes its own
+    Session, active within it."""
     from widgets_py.engine.session import Session
 
     with Session().active() as fresh:
@@ -72,7 +72,7 @@ if SCAFFOLD is None:
     scaffold_into(SCAFFOLD)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-# The worker's warm-up state in a page (kernel.js: null until it is over, then {failed, helped})
+# The worker's warm-up state in a page (kernel.js: null until it is over, then {failed})
 KERNEL_WARM = """() => tw.kernel.get(JSON.parse(document.querySelector("script[data-config]").dataset.config)).warm"""
 
 

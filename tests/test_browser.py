@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -105,17 +104,16 @@ def test_widget_goes_ready_responds_and_agrees_with_cpython(watched, server):
     assert watched.errors == []
 
 
-def test_the_worker_warms_every_module_and_first_change_up_and_has_a_helper(watched, server):
+def test_the_worker_warms_every_module_and_first_change_up(watched, server):
     """After the page is interactive, the worker runs browser.WarmUp a task per turn: every
     widget module, every preparation a first change would pay, the staged widgets at their
-    defaults; then says so: nothing failed. It sends passes to the kernel's
-    helper (helper.js), which the page started for it. The first quantize change then scores
-    only the formats a new group alters: never the original model again."""
+    defaults; then says so: nothing failed. The first quantize change then scores only the
+    formats a new group alters: never the original model again."""
     page = watched.page
     page.goto(server + PAGE)
     page.wait_for_selector(READY, timeout=BOOT_MS)
     page.wait_for_function(KERNEL_WARM, timeout=60_000)
-    assert page.evaluate(KERNEL_WARM) == {"failed": [], "helped": True}
+    assert page.evaluate(KERNEL_WARM) == {"failed": []}
     sel = '.tw-widget[data-widget="quantize"]'
     wait_idle(page, sel)
     statuses = page.evaluate("""s => new Promise((resolve) => {
@@ -132,48 +130,6 @@ def test_the_worker_warms_every_module_and_first_change_up_and_has_a_helper(watc
     assert not any("model original" in s for s in statuses), statuses
     assert_matches_cpython(page, sel)
     assert watched.errors == []
-
-
-SILENT_HELPER = """self.onmessage = ({ ports }) => {  // takes the kernel, never answers a job
-  ports[0].onmessage = ({ data }) => data.module && ports[0].postMessage({ ready: true });
-};"""
-
-
-@pytest.mark.parametrize("helper", ["missing", "silent"])
-def test_quantize_answers_without_the_kernels_helper(watched, server, helper):
-    """A helper that does not load (no helper.js) is not used; one that stops answering is
-    waited for a moment (worker.js JOB_MS), then this worker scores the formats itself: the
-    same numbers. The warm-up's quantize run (browser.WarmUp) is the first to send it a
-    job, so by the end of the warm-up the silent helper is found out (`helped` false though it
-    said it was ready), and no change waits for it again."""
-    page = watched.page
-    if helper == "missing":
-        page.route("**/assets/tw/helper.js*", lambda route: route.fulfill(status=404, body=""))
-    else:
-        page.route("**/assets/tw/helper.js*", lambda route: route.fulfill(
-            status=200, body=SILENT_HELPER, headers={"Content-Type": "text/javascript"}))
-    page.goto(server + PAGE)
-    page.wait_for_function(KERNEL_WARM, timeout=BOOT_MS)
-    assert page.evaluate(KERNEL_WARM) == {"failed": [], "helped": False}
-    sel = '.tw-widget[data-widget="quantize"]'
-    for group in (0, 1):
-        start = time.monotonic()
-        # the run may start and end between two polls (an answer kept from the warm-up): the page
-        # records that it started, from inside
-        page.eval_on_selector(f"{sel} [name=group]", """(el, i) => {
-            const w = el.closest('.tw-widget');
-            window.twBusySeen = false;
-            new MutationObserver(() => w.dataset.busy && (window.twBusySeen = true)).observe(w, {attributes: true});
-            el.value = i;
-            el.dispatchEvent(new Event('input', {bubbles: true}));
-            if (w.dataset.busy) window.twBusySeen = true;
-        }""", group)
-        page.wait_for_function("() => window.twBusySeen", timeout=5_000)
-        wait_idle(page, sel)
-        assert_matches_cpython(page, sel)
-        assert time.monotonic() - start < 2.0  # no job waited for (JOB_MS is 2 s)
-    # the missing helper's own failure (a 404, or its blob: worker's importScripts of it) is all
-    assert [e for e in watched.errors if "404" not in e and "helper.js" not in e] == []
 
 
 def move_a_control(page, sel: str) -> bool:

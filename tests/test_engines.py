@@ -264,7 +264,7 @@ def offline_after_one_visit(engine, site):
 
 def test_the_single_file_is_interactive_from_disk(engine, site, tmp_path):
     """The chapter's single file, alone in a folder, opened from file://: every widget ready,
-    the kernel's helper too, every widget agrees with CPython after a change. (WebKit: until
+    every widget agrees with CPython after a change. (WebKit: until
     export_boot.js made the worker's script URLs in the page, every widget said "No s'ha
     pogut carregar Python (Error: Script error.)".)"""
     once_more_after_a_crash(engine, the_single_file_is_interactive_from_disk, engine, site, tmp_path)
@@ -281,7 +281,7 @@ def the_single_file_is_interactive_from_disk(engine, site, tmp_path):
     engine.goto(single.as_uri())
     wait_ready(engine)
     engine.wait(WARM, timeout=BOOT_S)
-    assert engine.js(WARM) == {"failed": [], "helped": True}
+    assert engine.js(WARM) == {"failed": []}
     seen = move_every_widget(engine)
     assert len(seen) >= 8
     assert console_errors(engine, errors_before) == []

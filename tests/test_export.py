@@ -91,7 +91,7 @@ def test_the_file_is_interactive_from_disk_with_no_request(browser, site, tmp_pa
     page.goto(url)
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
     page.wait_for_function(KERNEL_WARM, timeout=BOOT_MS)
-    assert page.evaluate(KERNEL_WARM) == {"failed": [], "helped": True}  # the kernel's helper too, from the file's bytes
+    assert page.evaluate(KERNEL_WARM) == {"failed": []}
     widgets = page.eval_on_selector_all(".tw-widget", "ws => ws.map(w => [w.dataset.instance, Boolean(w.querySelector('.tw-train'))])")
     assert len(widgets) >= 8
     for instance, trainable in widgets:

@@ -13,7 +13,7 @@ from html import unescape
 
 import pytest
 
-from conftest import KERNEL_WARM, free_port
+from conftest import free_port
 
 PAGE = "cap15/index.html"
 BOOT_MS = 120_000
@@ -133,20 +133,6 @@ def test_a_chapter_download_still_runs_served_with_the_headers(browser, site, he
         page.goto(headed + "cap15/index.descarrega.html")
         page.wait_for_function(ALL_READY, timeout=BOOT_MS)
         assert errors == []
-    finally:
-        context.close()
-
-
-@pytest.mark.browser
-def test_the_kernels_helper_runs_under_the_pages_policy(browser, site, headed):
-    """helper.js inherits the page's policies, the header's too (no sources but this origin,
-    WebAssembly): it still takes the worker's compiled kernel and answers."""
-    context = browser.new_context(service_workers="block")
-    page = context.new_page()
-    try:
-        page.goto(headed + PAGE)
-        page.wait_for_function(KERNEL_WARM, timeout=BOOT_MS)
-        assert page.evaluate(KERNEL_WARM) == {"failed": [], "helped": True}
     finally:
         context.close()
 

@@ -1,8 +1,8 @@
 """The browser's protocol is one schema (widgets_py/engine/protocol.py): protocol.js and
 types/protocol.d.ts are what it generates; what Python sends (every widget's reply and
-steps, the fixed values, the shipped source, an edit's error, a training run's progress, the
-helper's ops) is what its TypedDicts say, checked by typeguard; worker.js calls browser.py
-only by the entries it lists, and helper.js replays exactly its ops."""
+steps, the fixed values, the shipped source, an edit's error, a training run's progress) is
+what its TypedDicts say, checked by typeguard; and worker.js calls browser.py only by the
+entries it lists."""
 
 from __future__ import annotations
 
@@ -35,13 +35,12 @@ def test_protocol_js_gives_the_constants():
 
 def test_the_schema_refuses_what_it_does_not_say():
     """A check that can fail: a reply without its figure, with a key of its own, a step with
-    a wrong type, an op the helper does not know."""
+    a wrong type."""
     good = {"values": {}, "text": {}, "figure": "<svg/>", "layout": "wide", "alt": "", "tables": ""}
     check_type(good, protocol.WidgetReply)
     for bad, kind in (({k: v for k, v in good.items() if k != "figure"}, protocol.WidgetReply),
                       (good | {"extra": 1}, protocol.WidgetReply),
-                      (good | {"partial": True, "done": "0,5", "message": ""}, protocol.RunStep),
-                      ([("reserv", 4)], list[protocol.Op])):
+                      (good | {"partial": True, "done": "0,5", "message": ""}, protocol.RunStep)):
         with pytest.raises(TypeCheckError):
             check_type(bad, kind)
 
@@ -57,12 +56,6 @@ def test_worker_js_calls_only_the_listed_entries():
     assert set(re.findall(r"\brun\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["Run"])
     assert set(re.findall(r"\btrainer\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["Trainer"])
     assert set(re.findall(r"\bwarm\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["WarmUp"])
-
-
-def test_helper_js_replays_exactly_the_ops():
-    helper = (TW / "helper.js").read_text()
-    assert set(re.findall(r'op\[0\] === "(\w+)"', helper)) == set(protocol.OPS)
-    assert {typing_args[0] for typing_args in map(lambda t: t.__args__[0].__args__, protocol.Op.__args__)} == set(protocol.OPS)
 
 
 @pytest.mark.parametrize("name", registry.names())

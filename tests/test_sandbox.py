@@ -411,35 +411,6 @@ def test_a_panel_shows_the_shipped_module_again_once_its_worker_is_replaced(watc
     assert "def " in page.eval_on_selector(SEL, "w => window.tw.codepanel.text(w)")
 
 
-HELPER_SWAP = """
-import js, asyncio, sys
-from pyodide.ffi import to_js
-from ..engine import session
-client = session.current().helper.client
-# (module (func (export "run") (loop (br 0)))): a kernel that never returns
-loop = to_js(bytes([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 7, 7, 1, 3, 114, 117, 110, 0, 0,
-                    10, 9, 1, 7, 0, 3, 64, 12, 0, 11, 11]))
-client.load(js.WebAssembly.Module.new(loop), None)
-client.submit(to_js([["call", "run", []]]), 424242)
-sys.modules["widgets_py"]._settled = asyncio.ensure_future(client.settled(424242))
-"""
-
-
-def test_only_the_shipped_kernel_runs_in_the_helper(watched, server):
-    """L-5: an edit cannot load its own WebAssembly into the kernel's helper (and spin a
-    second core): the helper keeps the first kernel it was given, and answers."""
-    page = watched.page
-    page.goto(server + PAGE)
-    page.wait_for_function(ALL_READY, timeout=BOOT_MS)
-    page.wait_for_function(f"() => tw.kernel.get({CONFIG}).warm", timeout=BOOT_MS)
-    assert page.evaluate(f"() => tw.kernel.get({CONFIG}).warm.helped")
-    edited_call(page, HELPER_SWAP)
-    page.wait_for_timeout(3000)  # a job not back in JOB_MS (2 s) marks the helper not ready
-    reply = edited_call(page, "import sys\nfrom ..engine import session\n"
-                              "raise RuntimeError('READY' + str(bool(session.current().helper.client.ready)))\n")
-    assert reply["error"]["message"] == "READYTrue"
-
-
 def test_a_network_cut_at_boot_is_not_blamed_on_the_pin(watched, server):
     """L-12: the network fails while Pyodide loads its packages: the page says the site did
     not answer, not that the sha256 pin refused the files."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-from pathlib import Path
 
 import pytest
 
@@ -193,12 +192,6 @@ def test_batching_keeps_its_sweep_when_only_the_slots_change():
 
 # ---- engine.stages: the engine schedules the stages a widget declares ------------------------
 
-def test_a_partial_names_no_job_to_wait_for():
-    """Waiting for the kernel's helper is the engine's (engine.stages, browser.Run.waiting),
-    not something a widget's Partial carries."""
-    assert [f.name for f in dataclasses.fields(Partial)] == ["state", "done", "message"]
-
-
 def test_a_stage_reports_progress_only_when_it_computes():
     from widgets_py.engine.session import Session
     from widgets_py.engine.stages import stage
@@ -219,8 +212,8 @@ def test_a_stage_reports_progress_only_when_it_computes():
 
 
 def test_evaluate_many_skips_what_is_kept_and_shows_the_values_so_far():
-    """Without a helper every evaluation runs here, a stage each, in order; one the memo has
-    costs no stage; each stage shows the values found before it."""
+    """Every evaluation is a stage, in order; one the memo has costs no stage; each stage
+    shows the values found before it."""
     from widgets_py.engine.session import Session
     from widgets_py.engine.stages import Evaluation, evaluate_many
 
@@ -237,16 +230,6 @@ def test_evaluate_many_skips_what_is_kept_and_shows_the_values_so_far():
                 break
     assert [(p.message, p.done, p.state) for p in seen] == [("fent a", 0.0, ["kept"]), ("fent c", 0.5, ["A", "kept"])]
     assert result == {("e", "a"): "A", ("e", "b"): "kept", ("e", "c"): "C"}
-
-
-def test_quantize_keeps_no_helper_bookkeeping():
-    """quantize.py, the longest widget, declares its evaluations; sending, waiting and
-    cancelling are engine.stages'."""
-    source = (Path(quantize.__file__)).read_text()
-    for word in ("cancel", "available(", "waited(", "sent", "away = ", "finally"):
-        assert word not in source, word
-    body = source[source.index("def quantization("):source.index("\ndef ", source.index("def quantization(") + 1)]
-    assert len(body.strip().splitlines()) <= 40
 
 
 def test_the_warm_up_runs_every_task_in_order_and_notes_what_fails(monkeypatch):
@@ -267,4 +250,3 @@ def test_the_warm_up_runs_every_task_in_order_and_notes_what_fails(monkeypatch):
         staged = browser.WarmUp.staged()
         assert "quantize" in staged and "clock" not in staged  # clock times the machine: when asked
         assert len(tasks) > len(modules) + len(browser.preparations()) + len(staged)  # staged runs: a task per stage
-        assert all(task["waiting"] is None for task in tasks)  # no helper here

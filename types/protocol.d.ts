@@ -2,8 +2,6 @@
 
 interface TWProtocol {
   readonly WORKER: "worker.js";
-  readonly HELPER: "helper.js";
-  readonly PORT: "port";
   readonly INIT: "init";
   readonly CANCEL: "cancel";
   readonly PING: "ping";
@@ -18,7 +16,6 @@ interface TWProtocol {
   readonly PARTIAL_MS: 80;
   readonly SHOW_MS: 200;
   readonly STEPS_PER_TURN: 5;
-  readonly JOB_MS: 2000;
   readonly CALLS: {
     readonly RUN: "run";
     readonly FIXED: "fixed";
@@ -118,10 +115,6 @@ interface TWInit {
   entry: string;
 }
 
-interface TWPort {
-  type: "port";
-}
-
 interface TWCall {
   type: "run" | "fixed" | "train" | "source" | "edited";
   id: number;
@@ -155,7 +148,6 @@ interface TWError {
 interface TWWarm {
   type: "event:warm";
   failed: string[];
-  helped: boolean;
 }
 
 interface TWStep {
@@ -182,47 +174,8 @@ interface TWPong {
   type: "pong";
 }
 
-interface TWHelperModule {
-  module: any;
-}
-
-interface TWHelperBytes {
-  wasm: any;
-}
-
-interface TWHelperJob {
-  id: number;
-  ops: (["reserve", number] | ["write", number, Float32Array] | ["call", string, number[]] | ["read", number, number])[];
-}
-
-interface TWHelperCancel {
-  cancel: number[];
-}
-
-interface TWHelperReady {
-  ready: boolean;
-  error?: string;
-}
-
-interface TWHelperWantsBytes {
-  bytes: true;
-}
-
-interface TWHelperReads {
-  id: number;
-  reads: Float32Array[];
-}
-
-interface TWHelperFailed {
-  id: number;
-  error: string;
-}
-
-type TWToWorker = TWInit | TWPort | TWCall | TWCancel | TWPing;
+type TWToWorker = TWInit | TWCall | TWCancel | TWPing;
 type TWFromWorker = TWProgress | TWLoaded | TWError | TWWarm | TWStep | TWReplied | TWFailed | TWPong;
-type TWOp = ["reserve", number] | ["write", number, Float32Array] | ["call", string, number[]] | ["read", number, number];
-type TWToHelper = TWHelperModule | TWHelperBytes | TWHelperJob | TWHelperCancel;
-type TWFromHelper = TWHelperReady | TWHelperWantsBytes | TWHelperReads | TWHelperFailed;
 
 /** call -> its payload, its steps' data (partial), its reply's data */
 interface TWCalls {

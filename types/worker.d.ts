@@ -1,4 +1,4 @@
-// Globals of the workers' scripts (worker.js, helper.js, lockdown.js, the single file's
+// Globals of the workers' scripts (worker.js, lockdown.js, the single file's
 // export_worker.js, the service worker sw.js).
 /// <reference path="tw.d.ts" />
 /// <reference path="protocol.d.ts" />

@@ -26,11 +26,11 @@ IDS = ("idx", "targets")  # inputs that are token ids
 
 class Compiled:
     """A runner of model `cfg` with parameters p (of `shapes`: gpt.shapes, the packing order)
-    on `kernel` (the backend's, unless given: offload.py records a pass on a kernel of its own)."""
+    on the backend's kernel."""
 
-    def __init__(self, be, p: dict, cfg, shapes: dict, kernel=None):
+    def __init__(self, be, p: dict, cfg, shapes: dict):
         self.be, self.p, self.cfg, self.shapes = be, p, cfg, shapes
-        self.kernel = kernel if kernel is not None else be.kernel
+        self.kernel = be.kernel
         self.program: program.Program | None = None  # a training step's, between start() and finish()
         self.caches: Mapping = {}  # after start(): each layer's cache, as eager.py keeps it (Kept)
 

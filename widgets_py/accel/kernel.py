@@ -183,8 +183,7 @@ class BrowserHost:
         from pyodide.ffi import to_js
 
         self._f32 = Float32Array
-        self.module = WebAssembly.Module.new(to_js(wasm))  # compiled once: the helper shares it (offload.py)
-        exports = WebAssembly.Instance.new(self.module).exports
+        exports = WebAssembly.Instance.new(WebAssembly.Module.new(to_js(wasm))).exports
         self.memory, self.run = exports.memory, exports.run
         self.floats = Float32Array.new(self.memory.buffer)
         self.capacity = self.floats.length  # kept as a Python int: a JS property read per call costs

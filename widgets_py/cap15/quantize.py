@@ -20,10 +20,8 @@ from functools import partial
 
 import numpy as np
 
-from ..engine import fmt
-from ..engine import session
+from ..engine import fmt, session
 from ..maths import corpus, gpt
-from ..engine import offload
 from ..maths.quantiles import median
 from ..maths.numformats import decode, encode_many, quantize
 from ..engine.params import Output, Param
@@ -131,30 +129,18 @@ def format_key(outliers: float, name: str, group: int | None, handling: str) -> 
     return ("format", outliers, name, group, handling)
 
 
-def quantized(outliers: float, name: str, group: int | None, handling: str) -> tuple[dict, float, int]:
-    """(the model in this format, bits per weight, 16-bit channels), with group and handling
+def measured(outliers: float, name: str, group: int | None, handling: str) -> tuple[float, float, int]:
+    """(held-out loss, bits per weight, 16-bit channels) of one format, with group and handling
     as format_key keeps them."""
     _, _, group, handling = format_key(outliers, name, group, handling)[1:]
     q, bits, n, kept = quantize_model(prepared(outliers, handling), name, group, handling == "llmint8")
-    return q, bits / n, kept
+    return evaluate(q, model(outliers)[0], corpus.data()[1], EVAL_TOKENS), bits / n, kept
 
 
-def measured(outliers: float, name: str, group: int | None, handling: str) -> tuple[float, float, int]:
-    """(held-out loss, bits per weight, 16-bit channels) of one format, computed here."""
-    q, bits, kept = quantized(outliers, name, group, handling)
-    return evaluate(q, model(outliers)[0], corpus.data()[1], EVAL_TOKENS), bits, kept
-
-
-def scored_away(outliers: float, name: str, group: int | None, handling: str):
-    """measured(), its loss scored by the kernel's helper (a job), or None (no helper)."""
-    q, bits, kept = quantized(outliers, name, group, handling)
-    return offload.evaluate(q, model(outliers)[0], corpus.data()[1], EVAL_TOKENS, then=lambda loss: (loss, bits, kept))
-
-
-def original_loss(outliers: float, away: bool = False):
-    """The held-out loss of the float model; `away`: as a job for the kernel's helper, or None."""
+def original_loss(outliers: float) -> float:
+    """The held-out loss of the float model."""
     cfg, base = model(outliers)
-    return (offload.evaluate if away else evaluate)(base, cfg, corpus.data()[1], EVAL_TOKENS)
+    return evaluate(base, cfg, corpus.data()[1], EVAL_TOKENS)
 
 
 ORDER = ("int4", "int8", "nf4", "fp8", "bf16")  # the panel's format first: the order results arrive in
@@ -164,7 +150,7 @@ MESSAGES = {"original": "pèrdua del model original"} | {name: f"pèrdua a {labe
 def quantization(granularity: str, group: int, outliers: float, outlier_handling: str):
     """A staged compute (engine.stages): the figure needs only the weights, so it comes first;
     then the held-out loss of the original model and of each format, INT4 first, each an
-    evaluation the engine schedules (kept per weights, some scored by the kernel's helper)."""
+    evaluation the engine schedules (kept per weights)."""
     cfg, base = model(outliers)
     g = group if granularity == "group" else None
     w = base["h0.qkv.w"]
@@ -172,10 +158,9 @@ def quantization(granularity: str, group: int, outliers: float, outlier_handling
     first = {"bigram": corpus.bigram_baseline(EVAL_TOKENS), "outlier_ratio": float(np.abs(w).max() / np.abs(normal).max())}
     original = ("quantize", "original", outliers)
     formats = {name: ("quantize",) + format_key(outliers, name, g, outlier_handling) for name in ORDER}
-    evaluations = [Evaluation(original, MESSAGES["original"], lambda: original_loss(outliers),
-                              lambda: original_loss(outliers, away=True))]
-    evaluations += [Evaluation(key, MESSAGES[name], partial(measured, outliers, name, g, outlier_handling),
-                               partial(scored_away, outliers, name, g, outlier_handling)) for name, key in formats.items()]
+    evaluations = [Evaluation(original, MESSAGES["original"], partial(original_loss, outliers))]
+    evaluations += [Evaluation(key, MESSAGES[name], partial(measured, outliers, name, g, outlier_handling))
+                    for name, key in formats.items()]
 
     def shown(scores: dict) -> dict:
         out = dict(first)

@@ -21,7 +21,7 @@ def prepare(runtime_url: str | None = None) -> None:
         on_miss.install(runtime_url)
     import numpy  # noqa: F401
 
-    session.start()  # the worker's one session: its memo, weights, kernel and helper (engine.session)
+    session.start()  # the worker's one session: its memo, weights and kernel (engine.session)
 
 
 class WarmUp:
@@ -29,8 +29,6 @@ class WarmUp:
     call (advance), calls from the page answered in between (worker.js pumps it a turn at a
     time). In order:
     - the widgets' modules, so that the reader's first change does not pay for them all;
-    - the kernel's helper, if the page gave one (`helper`: worker.js's client of it;
-      engine.offload), once the models are in (they load the kernel);
     - the preparations (`preparations`: the corpus, the weights, the kernel's
       first calls), which a widget's first change would pay for (benchmarks/recompute.py
       times first changes among the others: the training widget's p95 is that first change);
@@ -43,24 +41,19 @@ class WarmUp:
       timings are taken when the reader asks.
     A task that fails is noted in `failed` and the rest go on: its widget says so when called."""
 
-    def __init__(self, helper=None):
+    def __init__(self):
         self.failed: list[str] = []
-        self.tasks = self._tasks(helper)
+        self.tasks = self._tasks()
 
     def advance(self) -> str:
-        """JSON {done, waiting}: the next task run; `waiting`, the helper's job the next one
-        reads (worker.js waits for it); at the end, `failed`."""
-        waiting = next(self.tasks, "done")
-        if waiting == "done":
+        """JSON {done}: the next task run; at the end, `failed` too."""
+        if next(self.tasks, "done") == "done":
             return json.dumps({"done": True, "failed": self.failed})
-        return json.dumps({"done": False, "waiting": waiting})
+        return json.dumps({"done": False})
 
-    def _tasks(self, helper):
+    def _tasks(self):
         for module in registry.modules():
             self._try(module, importlib.import_module, module)
-            yield None
-        if helper is not None:
-            self._try("helper", connect, helper)
             yield None
         for i, step in enumerate(preparations()):
             self._try(f"pas {i}", step)
@@ -70,7 +63,7 @@ class WarmUp:
             while run is not None and (reply := self._try(name, run.advance)) is not None:
                 if not json.loads(reply).get("partial"):
                     break
-                yield run.waiting()
+                yield None
 
     @staticmethod
     def staged() -> list[str]:
@@ -106,31 +99,10 @@ class Run:
 
     def __init__(self, name: str, params_json: str, layout: str = svg.WIDE.name):
         self.stages = registry.replies(name, json.loads(params_json), layout)  # figures for the layout shown
-        self.awaited = None  # the helper's job the next stage reads (engine.offload.Job)
 
     def advance(self) -> str:
-        """JSON of the next stage: a partial reply (`partial: true`), or the final reply. The
-        worker waits for the helper's job the next stage reads (waiting()) before it."""
-        from ..engine import offload
-
-        helper = session.current().helper
-        if helper is not None:
-            helper.awaited = None  # what another run's stage left there is not this run's
-        with offload.waited():
-            reply = next(self.stages)
-        self.awaited = helper.awaited if helper is not None else None  # this stage's (engine.stages), kept: another run goes next turn
-        return json.dumps(reply, ensure_ascii=False)
-
-    def waiting(self) -> int | None:
-        """The id of the helper's job whose reply the next stage reads, or None."""
-        return self.awaited.id if self.awaited is not None and not self.awaited.taken else None
-
-
-def connect(client) -> None:
-    """The kernel's helper, once the page has given the worker one (engine.offload)."""
-    from ..engine import offload
-
-    offload.connect(client)
+        """JSON of the next stage: a partial reply (`partial: true`), or the final reply."""
+        return json.dumps(next(self.stages), ensure_ascii=False)
 
 
 def fixed(name: str, params_json: str) -> str:

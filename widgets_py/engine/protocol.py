@@ -1,6 +1,6 @@
 """The browser's protocol, written once: the messages between the page (kernel.js) and the
 Pyodide worker (worker.js), the calls' payloads and replies, the worker's entries into this
-package (browser.py), and the kernel helper's messages and ops (helper.js, engine/offload.py).
+package (browser.py).
 
 After Pyodide's docs/usage/webworker.md (one id per call, resolved by the reply with that
 id) and stlite's kernel (typed message unions, namespaced events, one reply type per
@@ -10,11 +10,11 @@ from this module (`python -m widgets_py.engine.protocol --write`) and tests/test
 checks that they are, that every widget's reply and step is what the types say, and that
 worker.js calls only the entries listed here.
 
-    page -> worker  Init, Port (+ the helper's MessagePort), Call, Cancel, Ping (each second
+    page -> worker  Init, Call, Cancel, Ping (each second
                     once booted: is the worker answering?)
     worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
                     modules and the first changes' preparations are in; `failed`: what did
-                    not load; `helped`: passes go to the kernel's helper), Step (a long
+                    not load), Step (a long
                     call's progress), Reply (the call's end), Pong
 
 Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
@@ -33,7 +33,7 @@ import sys
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, TypedDict, Union
 
 from . import svg
 
@@ -41,31 +41,27 @@ ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "docs" / "assets" / "tw" / "protocol.js"
 DTS = ROOT / "types" / "protocol.d.ts"
 
-SCRIPTS = {"WORKER": "worker.js", "HELPER": "helper.js"}  # beside protocol.js and kernel.js
+SCRIPTS = {"WORKER": "worker.js"}  # beside protocol.js and kernel.js
 TYPES = {
-    "PORT": "port", "INIT": "init", "CANCEL": "cancel", "PING": "ping", "PONG": "pong",
+    "INIT": "init", "CANCEL": "cancel", "PING": "ping", "PONG": "pong",
     "PROGRESS": "event:progress", "LOADED": "event:loaded", "ERROR": "event:error", "WARM": "event:warm",
     "STEP": "step", "REPLY": "reply",
 }
 CALLS = {"RUN": "run", "FIXED": "fixed", "TRAIN": "train", "SOURCE": "source", "EDITED": "edited"}
 LAYOUT = svg.WIDE.name  # a call's layout when it names none
 # How often the worker shows and yields (worker.js reads them from protocol.js): each update
-# re-renders a widget on the page, whose main thread competes with the worker and the
-# kernel's helper for the reader's cores; benchmarks/training.py and recompute.py time them.
+# re-renders a widget on the page, whose main thread competes with the worker for the
+# reader's cores; benchmarks/training.py and recompute.py time them.
 SCHEDULE = {
     "PARTIAL_MS": 80,  # a staged run shows its first partial, then at most one per this many ms
     "SHOW_MS": 200,  # at most one training update shown per this many ms
     "STEPS_PER_TURN": 5,  # training steps between two turns (calls and cancels get in between)
-    "JOB_MS": 2000,  # a helper's job not back by then: the helper is gone, Python computes it itself
 }
 
 # What worker.js calls in browser.py (the package's browser entry), and on the objects two of
 # them return (Pyodide's proxies add destroy()).
 ENTRIES = ("prepare", "WarmUp", "Run", "fixed", "source", "render_edited", "Trainer")
-METHODS = {"WarmUp": ("advance",), "Run": ("advance", "waiting"), "Trainer": ("advance",)}
-
-Floats = Annotated[Any, "Float32Array"]  # numpy's float32 array in Python, a Float32Array in JavaScript
-
+METHODS = {"WarmUp": ("advance",), "Run": ("advance",), "Trainer": ("advance",)}
 
 # ---- the calls: payload (page -> worker) and what the reply's `data` is ------------------
 
@@ -168,10 +164,6 @@ class Init(TypedDict):
     entry: str  # its browser entry module (browser.py)
 
 
-class Port(TypedDict):
-    type: Literal["port"]
-
-
 class Call(TypedDict):
     type: Literal["run", "fixed", "train", "source", "edited"]
     id: int
@@ -205,7 +197,6 @@ class Error(TypedDict):
 class Warm(TypedDict):
     type: Literal["event:warm"]
     failed: list[str]
-    helped: bool
 
 
 class Step(TypedDict):
@@ -232,61 +223,11 @@ class Pong(TypedDict):
     type: Literal["pong"]
 
 
-TO_WORKER = Union[Init, Port, Call, Cancel, Ping]
+TO_WORKER = Union[Init, Call, Cancel, Ping]
 FROM_WORKER = Union[Progress, Loaded, Error, Warm, Step, Replied, Failed, Pong]
 
 
-# ---- worker <-> the kernel's helper (helper.js) ------------------------------------------
-# A recorded kernel pass (engine/offload.py) is a list of ops, in floats of the helper's memory.
-Reserve = tuple[Literal["reserve"], int]  # grow memory to this many floats
-Write = tuple[Literal["write"], int, Floats]  # at, values
-Invoke = tuple[Literal["call"], str, list[float]]  # an export of kernel.wasm (`run`), its arguments
-Read = tuple[Literal["read"], int, int]  # at, floats: one of the job's reads, in order
-Op = Union[Reserve, Write, Invoke, Read]
-OPS = ("reserve", "write", "call", "read")
-
-
-class HelperModule(TypedDict):
-    module: Any  # the worker's compiled WebAssembly.Module (V8 shares its tiered-up code)
-
-
-class HelperBytes(TypedDict):
-    wasm: Any  # the kernel's bytes, for a helper that could not receive the module
-
-
-class HelperJob(TypedDict):
-    id: int
-    ops: list[Op]
-
-
-class HelperCancel(TypedDict):
-    cancel: list[int]  # jobs no longer wanted: dropped if not started
-
-
-class HelperReady(TypedDict):
-    ready: bool
-    error: NotRequired[str]
-
-
-class HelperWantsBytes(TypedDict):
-    bytes: Literal[True]
-
-
-class HelperReads(TypedDict):
-    id: int
-    reads: list[Floats]
-
-
-class HelperFailed(TypedDict):
-    id: int
-    error: str
-
-
-TO_HELPER = Union[HelperModule, HelperBytes, HelperJob, HelperCancel]
-FROM_HELPER = Union[HelperReady, HelperWantsBytes, HelperReads, HelperFailed]
-
-UNIONS = {"TWToWorker": TO_WORKER, "TWFromWorker": FROM_WORKER, "TWOp": Op,
-          "TWToHelper": TO_HELPER, "TWFromHelper": FROM_HELPER}
+UNIONS = {"TWToWorker": TO_WORKER, "TWFromWorker": FROM_WORKER}
 
 
 # ---- the generated files ----------------------------------------------------------------
@@ -324,8 +265,6 @@ def _ts(t) -> str:
         return "null"
     if typing.is_typeddict(t):
         return "TW" + t.__name__
-    if origin is Annotated:
-        return args[1]
     if origin is Literal:
         return " | ".join(f'"{a}"' if isinstance(a, str) else str(a).lower() for a in args)
     if origin in (Union, types.UnionType):
@@ -335,8 +274,6 @@ def _ts(t) -> str:
         return f"({inner})[]" if "|" in inner else f"{inner}[]"
     if origin is dict:
         return f"Record<string, {_ts(args[1])}>"
-    if origin is tuple:
-        return "[" + ", ".join(_ts(a) for a in args) + "]"
     raise TypeError(f"protocol: no TypeScript for {t!r}")
 
 
@@ -357,7 +294,7 @@ def _typeddicts() -> list:
 
 def typescript() -> str:
     """protocol.d.ts: the constants as literal types (tw.protocol), every message, the calls'
-    payloads, steps and replies (TWCalls, for kernel.js's call()), and the helper's ops."""
+    payloads, steps and replies (TWCalls, for kernel.js's call())."""
     def literal(v, indent):
         if isinstance(v, dict):
             inner = "".join(f"{indent}  readonly {k}: {literal(x, indent + '  ')};\n" for k, x in v.items())

@@ -17,8 +17,6 @@ A session holds:
   model, and the models loaded so far (`load`, `override`);
 - `backend`: which products the mini-GPT runs on (accel.backend: BLAS natively, the
   WebAssembly SIMD kernel in Pyodide, einsum where it cannot load), with its packed weights;
-  the maths asks for it through maths.products, which an active session answers;
-- `helper`: the client of the kernel's helper worker, once connected (engine.offload);
 - `edits` and `substitutes`: a reader's edited widget modules and, within an edited run, the
   widget that stands for the shipped one (engine.edits).
 """
@@ -78,7 +76,6 @@ class Session:
         self.memo = memo or Memo()
         self.trained: dict[str, tuple[dict, list[float]]] = {}  # model -> (params, loss history)
         self.models: dict[str, tuple] = {}  # model -> (config, params, history), as loaded
-        self.helper = None  # engine.offload.Helper
         self.edits: dict[str, tuple[str, Any]] = {}  # edit key -> (sha256 of the code, its WIDGET)
         self.substitutes: dict[str, Any] = {}  # widget name -> the Widget run in its place
 

@@ -19,9 +19,10 @@ shown. A drawing kept between calls (a memo) is kept per layout.
 A long `compute` (timing runs, several model evaluations) is a generator: it yields
 `Partial(state so far, fraction done, message)` between its stages and returns the final
 state; engine.stages builds such stages from what the widget computes (`stage`, kept in the
-memo; `evaluate_many`, independent results the engine may send to the kernel's helper). Python callers get the final state only; the browser worker shows each partial
-(its figure, the values it already has) and, between stages, lets other widgets' runs
-in and drops a run that a newer control change has made stale.
+memo; `evaluate_many`, independent results, a stage each). Python callers get the final
+state only; the browser worker shows each partial (its figure, the values it already has)
+and, between stages, lets other widgets' runs in and drops a run that a newer control
+change has made stale.
 """
 
 from __future__ import annotations

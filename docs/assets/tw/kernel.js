@@ -34,7 +34,7 @@
       this.sha256 = config.sha256;
       this.failure = null; // a BootError once booting failed
       this.loaded = false;
-      this.warm = null; // once the worker's warm-up is over: {failed: [what did not load], helped}
+      this.warm = null; // once the worker's warm-up is over: {failed: [what did not load]}
       this.progress = { message: "", fraction: 0 }; // the latest boot progress
       this.listeners = new Set(); // (event: {type, ...}) => void
       this.pending = new Map(); // id -> {resolve, reject, onStep}
@@ -45,9 +45,9 @@
       this.hung = false; // a ping has gone unanswered for HANG_MS
       this.versions = config.versions || {}; // site path -> hash of its bytes (build_hooks/offline.py)
       // a single-file export (build_hooks/export.py) makes its worker from the bytes it carries
-      this.blobs = []; // the blob: URLs its workers started from, revoked when it ends
+      this.blob = null; // the blob: URL its worker started from, revoked when it ends
       this.worker = tw.embedded ? tw.embedded.worker()
-        : this.spawn([this.at(P.WORKER, { protocol: "protocol.js", lockdown: "lockdown.js" })]);
+        : this.spawn(this.at(P.WORKER, { protocol: "protocol.js", lockdown: "lockdown.js" }));
       // offline.js: on a first visit, hold the messages (and so Pyodide's downloads) until the
       // service worker controls this page and the worker, so each file is fetched once
       const gate = (tw.offline && tw.offline.controlled) || null;
@@ -56,7 +56,6 @@
         let queue = gate;
         this.worker.postMessage = (msg, transfer = []) => (queue = queue.then(() => post(msg, transfer)));
       }
-      this.helper = this.startHelper();
       this.worker.onmessage = (event) => this.receive(event.data);
       this.worker.onerror = (event) => {
         event.preventDefault();
@@ -77,33 +76,17 @@
                                 package: config.package, entry: config.entry });
     }
 
-    /** The kernel's helper (helper.js), joined to the worker by a channel of their own; or
-     *  null if it cannot start: Python then runs every pass itself, as it would anyway. */
-    startHelper() {
-      try {
-        const helper = tw.embedded ? tw.embedded.helper() : this.spawn([this.at("lockdown.js"), this.at(P.HELPER)]);
-        const channel = new MessageChannel();
-        helper.postMessage(null, [channel.port2]);
-        this.toWorker({ type: P.PORT }, [channel.port1]);
-        return helper;
-      } catch {
-        return null;
-      }
-    }
-
-    /** A worker that runs `scripts`, started from a blob: URL: such a worker inherits this
+    /** A worker that runs `script`, started from a blob: URL: such a worker inherits this
      *  page's Content-Security-Policy (the <meta> tag csp.py writes, and the header of a host
      *  that sends one), so wherever the site is hosted the browser itself holds the worker to
      *  this origin, with no code from text (lockdown.js). A worker started from its script's
      *  own URL would get only the policy its response's headers carry: on a host that sends
-     *  none (GitHub Pages, `python3 -m http.server`), none. The first script is the one
-     *  whose address the worker keeps, as `self.twScript`, to find its neighbours. */
-    spawn(/** @type {URL[]} */ scripts) {
-      const code = `self.twScript = ${JSON.stringify(scripts[scripts.length - 1].href)};\n` +
-        `importScripts(${scripts.map((u) => JSON.stringify(u.href)).join(", ")});\n`;
-      const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
-      this.blobs.push(url);
-      return new Worker(url);
+     *  none (GitHub Pages, `python3 -m http.server`), none. The worker keeps the script's
+     *  address, as `self.twScript`, to find its neighbours. */
+    spawn(/** @type {URL} */ script) {
+      const code = `self.twScript = ${JSON.stringify(script.href)};\nimportScripts(${JSON.stringify(script.href)});\n`;
+      this.blob = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+      return new Worker(this.blob);
     }
 
     /** The URL of a script beside this one, with its build's version (`?v=`, the hash of its
@@ -139,8 +122,8 @@
     }
 
     /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}
-     *  | {type: "warm", failed, helped} (the worker's warm-up is over: a first change pays nothing
-     *  more; helped: it sends passes to the kernel's helper) | {type: "hung"} | {type: "alive"}
+     *  | {type: "warm", failed} (the worker's warm-up is over: a first change pays nothing
+     *  more) | {type: "hung"} | {type: "alive"}
      *  (the worker stopped, then resumed, answering pings). */
     on(listener) {
       this.listeners.add(listener);
@@ -185,7 +168,7 @@
         this.beat();
         this.emit({ type: "loaded" });
       } else if (msg.type === P.WARM) {
-        this.warm = { failed: msg.failed, helped: msg.helped };
+        this.warm = { failed: msg.failed };
         this.emit({ type: "warm", ...this.warm });
       } else if (msg.type === P.ERROR) {
         this.fail(new BootError("boot", msg.message));
@@ -209,8 +192,7 @@
       clearTimeout(this.timer);
       clearInterval(this.beating);
       this.worker.terminate();
-      if (this.helper) this.helper.terminate();
-      this.blobs.forEach((url) => URL.revokeObjectURL(url));
+      if (this.blob) URL.revokeObjectURL(this.blob);
       this.pending.forEach((call) => call.reject(error));
       this.pending.clear();
       this.settle.reject(error);

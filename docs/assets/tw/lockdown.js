@@ -1,7 +1,7 @@
 // @ts-check
 // The second wall around Python in the browser. The first is the browser's: kernel.js starts
-// the Pyodide worker (and the kernel's helper) from a blob: URL, so the worker inherits the
-// page's Content-Security-Policy (its <meta> tag, and the header where a host sends one):
+// the Pyodide worker from a blob: URL, so the worker inherits the page's
+// Content-Security-Policy (its <meta> tag, and the header where a host sends one):
 // scripts and connections to this origin only, no code from text. This file is what the
 // worker applies to itself once Pyodide and numpy are in, before any widget's code or a
 // reader's edit (the «Codi» panel) runs; from then on Python reaches the browser only
@@ -24,7 +24,7 @@
 
 self.twLockDown = (origin, base = self.location.href) => {
   /** JavaScript's own globals, and the web platform's that Pyodide, numpy's loader, the
-   *  widgets (accel/kernel.py, offload.py, engine/on_miss.py) and worker.js use. */
+   *  widgets (accel/kernel.py, engine/on_miss.py) and worker.js use. */
   const KEEP = new Set([
     // ECMAScript
     "globalThis", "Infinity", "NaN", "undefined", "eval", "isFinite", "isNaN", "parseFloat", "parseInt",

@@ -3,7 +3,7 @@
 //
 // The browser's protocol, written once: the messages between the page (kernel.js) and the
 // Pyodide worker (worker.js), the calls' payloads and replies, the worker's entries into this
-// package (browser.py), and the kernel helper's messages and ops (helper.js, engine/offload.py).
+// package (browser.py).
 //
 // After Pyodide's docs/usage/webworker.md (one id per call, resolved by the reply with that
 // id) and stlite's kernel (typed message unions, namespaced events, one reply type per
@@ -13,11 +13,11 @@
 // checks that they are, that every widget's reply and step is what the types say, and that
 // worker.js calls only the entries listed here.
 //
-//     page -> worker  Init, Port (+ the helper's MessagePort), Call, Cancel, Ping (each second
+//     page -> worker  Init, Call, Cancel, Ping (each second
 //                     once booted: is the worker answering?)
 //     worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
 //                     modules and the first changes' preparations are in; `failed`: what did
-//                     not load; `helped`: passes go to the kernel's helper), Step (a long
+//                     not load), Step (a long
 //                     call's progress), Reply (the call's end), Pong
 //
 // Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
@@ -33,8 +33,6 @@
   const tw = (scope.tw ||= /** @type {TW} */ ({}));
   tw.protocol = Object.freeze({
     WORKER: "worker.js",
-    HELPER: "helper.js",
-    PORT: "port",
     INIT: "init",
     CANCEL: "cancel",
     PING: "ping",
@@ -49,7 +47,6 @@
     PARTIAL_MS: 80,
     SHOW_MS: 200,
     STEPS_PER_TURN: 5,
-    JOB_MS: 2000,
     CALLS: Object.freeze({
       RUN: "run",
       FIXED: "fixed",

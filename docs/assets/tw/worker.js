@@ -20,7 +20,7 @@ const script = (name) => {
 importScripts(script("protocol"));
 
 const P = self.tw.protocol;
-const { STEPS_PER_TURN, PARTIAL_MS, SHOW_MS, JOB_MS } = P; // how often it shows and yields (protocol.py SCHEDULE)
+const { STEPS_PER_TURN, PARTIAL_MS, SHOW_MS } = P; // how often it shows and yields (protocol.py SCHEDULE)
 /** @type {(message: TWFromWorker) => void} */
 const send = self.postMessage.bind(self); // lockdown.js takes self.postMessage from Python: this is ours
 // what this file calls on each message, taken before Python runs (Python may replace the
@@ -55,79 +55,16 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
  *  task per turn: calls go in between. At the end the page hears what failed (WARM):
  *  nothing, unless something is broken. */
 async function warmUp() {
-  if (helperPort) helper = helperClient(helperPort); // the kernel's helper, which WarmUp connects
-  const warm = entry.WarmUp(helper);
+  const warm = entry.WarmUp();
   try {
     for (;;) {
       await turn();
       const task = parse(warm.advance());
-      if (task.done) return send({ type: P.WARM, failed: task.failed, helped: Boolean(helper && helper.ready) });
-      if (task.waiting != null) await helper.settled(task.waiting);
+      if (task.done) return send({ type: P.WARM, failed: task.failed });
     }
   } finally {
     warm.destroy();
   }
-}
-
-/** The kernel's helper (helper.js), through the port the page gave (kernel.js): Python's
- *  engine/offload.py sends it recorded kernel passes once it is `ready`, each under an id,
- *  and takes their reads. A helper that never loads, or stops answering, is not used. */
-let helperPort = null;
-let helper = null; // its client, once connected
-function helperClient(/** @type {MessagePort} */ port) {
-  const toHelper = (/** @type {TWToHelper} */ msg, /** @type {Transferable[]} */ transfer = []) => port.postMessage(msg, transfer);
-  const pending = new Map(); // job id -> {reply: a promise of its reply, resolve}
-  const replies = new Map(); // job id -> its reads (Float32Array[]), or null (failed)
-  const dropped = new Set(); // ids cancelled: their replies are not kept
-  let wasm = null; // the kernel's bytes, for a helper that cannot receive the compiled module
-  let loaded = false;
-  const client = {
-    ready: false,
-    load(module, bytes) {
-      if (loaded) return; // the kernel, once (warm-up's): not a module an edit compiled
-      loaded = true;
-      wasm = bytes;
-      toHelper({ module });
-    },
-    submit(ops, id) {
-      let resolve;
-      const reply = new Promise((r) => (resolve = r));
-      pending.set(id, { reply, resolve });
-      toHelper({ id, ops }, ops.filter((op) => op[0] === "write").map((op) => op[2].buffer));
-    },
-    take(id) {
-      const reads = replies.get(id);
-      replies.delete(id);
-      if (pending.has(id)) dropped.add(id); // late: Python computes it itself
-      return reads || null;
-    },
-    cancel(ids) {
-      for (const id of ids) {
-        replies.delete(id);
-        if (pending.has(id)) dropped.add(id);
-      }
-      toHelper({ cancel: ids });
-    },
-    /** Until job `id` is back, or JOB_MS have passed: then no more jobs go to the helper,
-     *  and those it still has are not waited for. */
-    async settled(id) {
-      const job = pending.get(id);
-      if (!job || !client.ready) return;
-      const back = await Promise.race([job.reply, new Promise((resolve) => setTimeout(resolve, JOB_MS, false))]);
-      if (!back) client.ready = false;
-    },
-  };
-  port.onmessage = (/** @type {MessageEvent<TWFromHelper>} */ { data }) => {
-    if ("ready" in data) client.ready = data.ready;
-    if ("bytes" in data) toHelper({ wasm }); // it compiles them itself
-    if (!("id" in data)) return;
-    const job = pending.get(data.id);
-    if (!job) return;
-    pending.delete(data.id);
-    if (!dropped.delete(data.id)) replies.set(data.id, "reads" in data ? data.reads : null);
-    job.resolve(true);
-  };
-  return client;
 }
 
 /** Why the packages did not load: the network, or their bytes (Pyodide checks each against
@@ -159,22 +96,12 @@ const turn = () => new Promise((resolve) => {
   turns.port2.postMessage(null);
 });
 
-/** Between two stages of a staged run (entry.Run): other calls get a turn, then the job of the
- *  kernel's helper that the next stage reads is waited for (failed or late: Python computes
- *  it itself). */
-async function betweenStages(run) {
-  await turn();
-  const job = run.waiting();
-  if (job != null) await helper.settled(job);
-}
-
-
 /** @type {{[call: string]: (payload: any, id: number) => any}} each typed as protocol.py's TWCalls */
 const CALLS = {
   // a stage at a time: partials go out as steps (at most one per PARTIAL_MS: each re-renders
-  // the widget on the page, whose main thread competes with this worker and the kernel's
-  // helper for the machine's cores); between stages other calls run, and a run the page has
-  // cancelled (a newer change of the same widget) stops
+  // the widget on the page, whose main thread competes with this worker for the machine's
+  // cores); between stages other calls run, and a run the page has cancelled (a newer change
+  // of the same widget) stops
   [P.CALLS.RUN]: async (/** @type {TWRunPayload} */ { widget, params, layout = P.LAYOUT }, /** @type {number} */ id) => {
     const run = entry.Run(widget, stringify(params), layout);
     let shown = -Infinity;
@@ -186,7 +113,7 @@ const CALLS = {
           send({ type: P.STEP, id, data });
           shown = performance.now();
         }
-        await betweenStages(run);
+        await turn(); // let other calls and cancels in
         if (cancelled.has(id)) return { cancelled: true };
       }
     } finally {
@@ -231,11 +158,9 @@ let booted = null;
 self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ event) => {
   if (!event.isTrusted) return;
   apply(stopHere, event, []);
-  const { data: msg, ports } = event;
+  const { data: msg } = event;
   if (msg.type === P.PING) {
     send({ type: P.PONG });
-  } else if (msg.type === P.PORT) {
-    helperPort = ports[0] || null;
   } else if (msg.type === P.INIT) {
     booted = boot(msg).then(
       () => true,
