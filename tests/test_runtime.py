@@ -10,7 +10,7 @@ import re
 import brotli
 import pytest
 
-from build_hooks import compress, offline
+from build_hooks.hosting import compress, offline
 
 ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
 STORED = "() => document.documentElement.dataset.twOffline === 'ready'"

@@ -1,7 +1,7 @@
 """Each chapter as one file: the link on its page, the file beside it, and `./dev export`.
 
 A chapter page (docs/capNN/*.md) gets "Descarrega el capítol" under its title; after the
-build has written the pages, the file is made from the built page by export.py and put next
+build has written the pages, the file is made from the built page by single_file.py and put next
 to it as NAME.descarrega.html (not precached by the service worker: see offline.py). Under
 `mkdocs serve` there is neither. `./dev export PAGE OUT.html` builds the site (or takes
 --site DIR) and writes one file, with its progress and a per-part breakdown.
@@ -18,10 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import assets, generator
-from .export import HERE, SUFFIX, ExportError, export
+from .. import generator
+from ..runtime import assets
+from .single_file import SUFFIX, ExportError, export
 
 CHAPTER = re.compile(r"^cap\d+/[^/]+\.md$")  # the pages that offer their file
+ROOT = Path(__file__).resolve().parents[2]  # the project, where mkdocs.yml is
 
 
 def _cache() -> Path:
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         if site is None:
             site = Path(tmp) / "site"
             say("construint el lloc (properdocs build --strict)…")
-            done = subprocess.run(generator.build_command(site, "--quiet"), cwd=HERE.parent)
+            done = subprocess.run(generator.build_command(site, "--quiet"), cwd=ROOT)
             if done.returncode:
                 return done.returncode
         try:

@@ -18,7 +18,7 @@ and beside them the pinned archives themselves, unchanged: `python_stdlib-full.z
 numpy's pinned wheel. The trimmed zip carries `tw-runtime.json` (INDEX), which says what each
 of them completes and for which module names; the worker's finder
 (widgets_py/engine/on_miss.py) reads it and fetches an archive only when an import needs it.
-The single-file export reads it too, to ship the whole archives instead (export.py).
+The single-file export reads it too, to ship the whole archives instead (single_file.py).
 """
 
 from __future__ import annotations

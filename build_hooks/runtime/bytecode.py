@@ -298,7 +298,7 @@ def strip(data: bytes) -> bytes:
     return out.getvalue()
 
 
-if __name__ == "__main__":  # `python -m build_hooks.bytecode`: stage 1 ahead of a build (./dev does it)
+if __name__ == "__main__":  # `python -m build_hooks.runtime.bytecode`: stage 1 ahead of a build (./dev does it)
     pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     done = runtime(pinned, bundle.lock(None).encode())
     print(f"{len(done.pycs)} modules with bytecode" if done is not None else "no node: no bytecode", file=sys.stderr)

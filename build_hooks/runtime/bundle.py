@@ -29,7 +29,7 @@ from widgets_py.engine import markup
 
 from . import assets
 
-PACKAGE = Path(__file__).resolve().parent.parent / "widgets_py"
+PACKAGE = Path(__file__).resolve().parents[2] / "widgets_py"
 NAME = "widgets_py"  # import name, and the distribution name in file names
 PACKAGE_KEY = "widgets-py"  # its normalised name (PEP 503): the lock's key, loadPackage's argument
 VERSION = "0.1.0"
@@ -124,7 +124,7 @@ def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str]) ->
     """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
 
     `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
-    bytes, python_stdlib.zip with its bytecode), for whoever copies them (export.py).
+    bytes, python_stdlib.zip with its bytecode), for whoever copies them (single_file.py).
     `versions`: site path -> hash of the bytes (offline.digest) of each file that a script
     loads by URL (the workers, what they import, the lock): the URL carries it (`?v=`), so
     no HTTP cache and no service worker pairs this build's page with another build's file.

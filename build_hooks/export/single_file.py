@@ -34,7 +34,7 @@ from html import escape, unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from . import assets, bytecode, trim
+from ..runtime import assets, bytecode, trim
 
 HERE = Path(__file__).resolve().parent
 SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
@@ -227,7 +227,7 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
         worker = (tw / "worker.js").read_text()
         imported = [f"{name}.js" for name in re.findall(r'importScripts\(script\("([\w-]+)"\)\)', worker)]
         if not imported:
-            raise ExportError("worker.js imports no script by importScripts(script(NAME)): export.py no longer reads it")
+            raise ExportError("worker.js imports no script by importScripts(script(NAME)): single_file.py no longer reads it")
         sources = {name: (tw / name).read_text() for name in imported}
         sources.update({"worker.js": worker, "export_worker.js": (HERE / "export_worker.js").read_text(),
                         "helper.js": (tw / "helper.js").read_text()})

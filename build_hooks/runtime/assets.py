@@ -142,6 +142,6 @@ def fetch(name: str, sources=SOURCES) -> Path:
     )
 
 
-if __name__ == "__main__":  # `python -m build_hooks.assets`: fill the cache ahead of a build
+if __name__ == "__main__":  # `python -m build_hooks.runtime.assets`: fill the cache ahead of a build
     for file_name in PINNED:
         print(f"{file_name}: {fetch(file_name)}")

@@ -25,7 +25,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from . import assets
+from ..runtime import assets
 
 try:
     import brotli
