@@ -10,7 +10,6 @@ to it as NAME.descarrega.html (not precached by the service worker: see offline.
 from __future__ import annotations
 
 import argparse
-import os
 import posixpath
 import re
 import subprocess
@@ -18,8 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import generator
-from ..runtime import assets
+from .. import cache, generator
 from .single_file import SUFFIX, ExportError, export
 
 CHAPTER = re.compile(r"^cap\d+/[^/]+\.md$")  # the pages that offer their file
@@ -27,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the project, where mkdocs.yml is
 
 
 def _cache() -> Path:
-    return assets.cache_dir().parent / "export"  # gzip of the runtime files, by sha256
+    return cache.folder("export")  # the runtime files without bytecode, and their gzip, by sha256
 
 
 def download_name(page_html: str) -> str:
@@ -54,7 +52,8 @@ def on_post_build(*, config, build) -> None:
     for page in sorted(site.rglob("*.html")):
         if not page.name.endswith(SUFFIX) and 'class="tw-download"' in page.read_text():
             rel = page.relative_to(site).as_posix()
-            export(site, rel, page.with_name(page.name[:-5] + SUFFIX), cache=_cache())
+            export(site, rel, page.with_name(page.name[:-5] + SUFFIX), kept_in=_cache())
+    cache.prune(_cache())  # an entry per edit of the package
 
 
 def _mb(n: int) -> str:
@@ -77,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             if done.returncode:
                 return done.returncode
         try:
-            parts = export(site, args.page, args.out, cache=_cache(), say=say)
+            parts = export(site, args.page, args.out, kept_in=_cache(), say=say)
         except (ExportError, OSError) as exc:
             print(f"export: error: {exc}", file=sys.stderr)
             return 1
