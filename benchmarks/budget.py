@@ -16,8 +16,8 @@ again) and warm, and whether the
 two builds are byte-identical. Each figure is printed beside its goal (issue 13).
 
 Then the first visit in two layouts of the same build, in turn in the same run (issue 33):
-`before`, the runtime as it was laid out before build_hooks/trim.py (whole python_stdlib.zip
-and numpy wheel, bytecode beside their source: `pyodide_bundle.assemble(trimmed=False)`, in a
+`before`, the runtime as it was laid out before build_hooks/runtime/trim.py (whole python_stdlib.zip
+and numpy wheel, bytecode beside their source: `assemble.assemble(trimmed=False)`, in a
 copy of the site served on another port) and `after`, the site as built (trimmed bytecode,
 the whole archives beside, fetched only on a miss). Both without a service worker, whose
 precache starts only once the page is interactive and would blur what each layout needs:
@@ -51,7 +51,8 @@ import book  # noqa: E402
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path, free_port  # noqa: E402
 from recompute import MEASURE, p95  # noqa: E402
 
-from build_hooks import assets, bundle, offline, pyodide_bundle, trim  # noqa: E402
+from build_hooks.hosting import offline  # noqa: E402
+from build_hooks.runtime import assemble, assets, bundle, trim  # noqa: E402
 
 ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
 BARE_PAGE = """<!doctype html><meta charset="utf-8"><title>bare</title><script>
@@ -105,7 +106,7 @@ def layout_before(site: Path, dest: Path) -> None:
     lock = (runtime / bundle.LOCK).read_text()
     for name in (trim.STDLIB_FULL, assets.NUMPY_WHEEL, json.loads(lock)["packages"]["numpy"]["file_name"]):
         (runtime / name).unlink()
-    core, numpy, wheel = pyodide_bundle.assemble(is_serve=False, trimmed=False)
+    core, numpy, wheel = assemble.assemble(is_serve=False, trimmed=False)
     assert (runtime / wheel.file_name).read_bytes() == wheel.data, "the site was built from other sources"
     for name, data in {**core, numpy.file_name: numpy.data}.items():
         (runtime / name).write_bytes(data)

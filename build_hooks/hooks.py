@@ -16,11 +16,11 @@ import importlib
 import os
 import sys
 
-CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.quiz", "build_hooks.widget_pages", "build_hooks.codepanel",
-            "build_hooks.glossary",
-            "build_hooks.mathml", "build_hooks.narrow", "build_hooks.csp", "build_hooks.downloads", "build_hooks.headers",
-            "build_hooks.offline", "build_hooks.compress")
-# quiz before widget_pages (it expands its own md: directives), codepanel after it (it adds tw-config); narrow after mathml
+CONCERNS = ("build_hooks.runtime.assemble", "build_hooks.pages.quiz", "build_hooks.pages.prerender",
+            "build_hooks.pages.codepanel", "build_hooks.pages.glossary", "build_hooks.pages.mathml",
+            "build_hooks.pages.narrow", "build_hooks.hosting.csp", "build_hooks.export.downloads",
+            "build_hooks.hosting.headers", "build_hooks.hosting.offline", "build_hooks.hosting.compress")
+# quiz before prerender (it expands its own md: directives), codepanel after it (it adds tw-config); narrow after mathml
 # (it wraps long formulas); csp after every <script> is in;
 # downloads reads the written pages; headers reads every page's CSP, the downloads' too; offline after them
 # (sw.js lists every file); compress last (it compresses sw.js too)

@@ -19,7 +19,7 @@ TWIN = re.compile(r'<a class="tw-twin" href="([^"#]+)#([^"]+)"|<a href="([^"#]+)
 def chapter_pages(site: Path) -> list[str]:
     """Pages of the chapters (folders capNN/), as paths relative to the site; a chapter's
     single-file download beside it (NAME.descarrega.html) is the same page, not another."""
-    from build_hooks.export import SUFFIX
+    from build_hooks.export.single_file import SUFFIX
 
     return sorted(p.relative_to(site).as_posix() for p in site.glob("cap*/*.html") if not p.name.endswith(SUFFIX))
 

@@ -45,7 +45,7 @@ def scaffold_into(project: Path) -> str:
     """`./dev new chapter` and `./dev new widget` (SCAFFOLDED) in `project` (its own
     widgets_py must be the one imported), and the directive they print pasted into the page
     with a live value, as a contributor does; returns what the commands printed."""
-    from build_hooks import scaffold
+    from build_hooks.authoring import scaffold
 
     chapter, name = SCAFFOLDED
     said = [str(p.relative_to(project)) for p in scaffold.chapter(chapter, "Capítol de l'esquelet", root=project)]

@@ -15,7 +15,7 @@ import pytest
 
 from axe import TAGS, axe_source  # noqa: F401 - the pinned axe-core, as a fixture
 from book import chapter_pages, widget_pages
-from build_hooks.export import SUFFIX
+from build_hooks.export.single_file import SUFFIX
 
 pytestmark = pytest.mark.browser
 
@@ -101,7 +101,7 @@ def test_axe_finds_no_violation_in_widgets_without_python(browser, server, site,
 
 
 def download_pages(site: Path) -> list[str]:
-    """The single-file chapters (build_hooks/downloads.py), each the page with its files inlined."""
+    """The single-file chapters (build_hooks/export/downloads.py), each the page with its files inlined."""
     return sorted(p.relative_to(site).as_posix() for p in site.rglob(f"*{SUFFIX}"))
 
 

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from build_hooks import assets
+from build_hooks.runtime import assets
 from conftest import build_site
 
 WASM = "pyodide.asm.wasm"

@@ -16,13 +16,14 @@ from mkdocs.exceptions import PluginError
 
 from conftest import FIXTURE, ROOT
 
-from build_hooks import context, widget_pages
+from build_hooks import context
+from build_hooks.pages import prerender
 
 
 def markdown(text: str, src: str = "cap15/prova.md") -> str:
     """`text` through the widget directives as the build runs them, on a page at docs/`src`."""
     page = SimpleNamespace(file=SimpleNamespace(src_uri=src, abs_src_path=str(ROOT / "docs" / src)))
-    return widget_pages.on_page_markdown(text, page=page, config=None, files=None, build=context.Build(is_serve=False))
+    return prerender.on_page_markdown(text, page=page, config=None, files=None, build=context.Build(is_serve=False))
 
 
 def test_a_value_written_before_its_widget_is_live_as_one_after():
@@ -106,10 +107,11 @@ def test_an_exception_inside_a_widget_names_the_directive_and_the_widgets_line(t
     _chapter(tmp_path, "cap96", {"trencat": broken})
     done = _python(tmp_path, """
         from types import SimpleNamespace
-        from build_hooks import context, widget_pages
+        from build_hooks import context
+        from build_hooks.pages import prerender
         page = SimpleNamespace(file=SimpleNamespace(src_uri="cap96/index.md", abs_src_path=None))
-        widget_pages.on_page_markdown("# Prova\\n\\n<!-- md:widget trencat -->\\n", page=page, config=None,
-                                      files=None, build=context.Build(is_serve=False))
+        prerender.on_page_markdown("# Prova\\n\\n<!-- md:widget trencat -->\\n", page=page, config=None,
+                                   files=None, build=context.Build(is_serve=False))
     """)
     tail = done.stderr.strip().splitlines()
     message = "\n".join(tail[-5:])

@@ -9,7 +9,7 @@ import pytest
 import book
 import drawing
 import tolerance
-from build_hooks import assets, trim
+from build_hooks.runtime import assets, trim
 from conftest import KERNEL_WARM
 from widgets_py import formatted, run
 from widgets_py.engine import svg
@@ -179,7 +179,7 @@ def test_every_widget_of_every_chapter_responds_and_agrees_with_cpython(watched,
     assert watched.errors == []
     origin = server.rstrip("/")
     assert [u for u in watched.requests if not u.startswith((origin, "data:", "blob:"))] == []
-    whole = (trim.STDLIB_FULL, assets.NUMPY_WHEEL)  # what the trimmed runtime left out (build_hooks/trim.py)
+    whole = (trim.STDLIB_FULL, assets.NUMPY_WHEEL)  # what the trimmed runtime left out (build_hooks/runtime/trim.py)
     assert [u for u in watched.requests if u.split("?")[0].endswith(whole)] == []
 
 

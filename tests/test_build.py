@@ -15,7 +15,7 @@ from html import unescape
 from pathlib import Path
 import pytest
 
-from build_hooks import assets
+from build_hooks.runtime import assets
 import book
 from conftest import ROOT
 from widgets_py import formatted, run

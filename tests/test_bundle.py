@@ -9,7 +9,7 @@ import zipfile
 
 from pyodide_lock import PyodideLockSpec
 
-from build_hooks import assets, bundle
+from build_hooks.runtime import assets, bundle
 from conftest import ROOT
 
 

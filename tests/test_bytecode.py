@@ -1,4 +1,4 @@
-"""Bytecode for what the worker imports (build_hooks/bytecode.py): where it goes, what it leaves
+"""Bytecode for what the worker imports (build_hooks/runtime/bytecode.py): where it goes, what it leaves
 unchanged, and that the reader's interpreter really reads it instead of compiling."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from build_hooks import assets, bytecode
+from build_hooks.runtime import assets, bytecode
 
 MAGIC_312 = (3531).to_bytes(2, "little") + b"\r\n"  # importlib.util.MAGIC_NUMBER of CPython 3.12
 CHECKED_HASH = 0b11  # PEP 552 flags: hash-based, checked against the source
@@ -57,7 +57,7 @@ def test_bytecode_goes_where_each_importer_looks_for_it():
 def test_the_site_serves_the_pinned_archives_and_bytecode_of_what_the_worker_imports(site):
     """With node: numpy's wheel and the stdlib trimmed to bytecode of what the worker imports
     (tests/test_trimmed_runtime.py), the pinned archives beside them; without: the pinned files."""
-    from build_hooks import trim
+    from build_hooks.runtime import trim
 
     runtime = site / "pyodide"
     for name in ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm"):
@@ -131,7 +131,7 @@ def test_the_readers_interpreter_reads_the_bytecode_and_compiles_nothing(site, t
 
 def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, tmp_path, capsys):
     """No node on PATH: no bytecode, one line on stderr, and the archives exactly as pinned."""
-    from build_hooks import bundle, pyodide_bundle
+    from build_hooks.runtime import assemble, bundle
 
     files = {name: assets.fetch(name) for name in assets.PINNED}  # the cached copies, before moving the cache
     monkeypatch.setenv("TEXTBOOK_CACHE", str(tmp_path))  # no bytecode cached: node would be needed
@@ -139,7 +139,7 @@ def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, 
     monkeypatch.setattr(assets, "fetch", files.__getitem__)
     assert bytecode.runtime({"pyodide.js": b""}, b"{}") is None
     assert "no bytecode compiled" in capsys.readouterr().err
-    core, numpy, wheel = pyodide_bundle.assemble(is_serve=False)
+    core, numpy, wheel = assemble.assemble(is_serve=False)
     assert {name: assets.sha256(data) for name, data in core.items()} == {
         name: digest for name, digest in assets.PINNED.items() if name != assets.NUMPY_WHEEL}
     assert (numpy.file_name, numpy.sha256) == (assets.NUMPY_WHEEL, assets.PINNED[assets.NUMPY_WHEEL])
@@ -152,7 +152,7 @@ def test_the_same_inputs_compile_to_the_same_bytes(tmp_path):
     (no timestamps, nothing from the run), as every machine must ship the same archives."""
     if not shutil.which("node"):
         pytest.skip("no node here to run Pyodide outside a browser (CI has it)")
-    from build_hooks import bundle
+    from build_hooks.runtime import bundle
 
     files = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     files["pyodide-lock.json"] = bundle.lock(None).encode()

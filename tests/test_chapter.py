@@ -172,7 +172,7 @@ ABBR = re.compile(r'<abbr title="([^"]*)"[^>]*>(.*?)</abbr>')
 
 
 def glossary():
-    from build_hooks.glossary import Glossary
+    from build_hooks.pages.glossary import Glossary
 
     return Glossary.load(GLOSSARY)
 
@@ -223,7 +223,7 @@ def test_glossary_page_lists_every_term_once(site):
 def test_prose_defines_each_term_at_its_first_use_per_section():
     """Markdown's abbr marks every use; the page keeps each term's first in each <h2>
     section (Material mounts a tooltip per <abbr> while the page loads)."""
-    from build_hooks.glossary import first_uses
+    from build_hooks.pages.glossary import first_uses
 
     html = ('<p><abbr title="d">KV</abbr> i <abbr title="d">kv</abbr>, <abbr title="e">TTFT</abbr></p>'
             '<h2 id="b">B</h2><p><abbr title="d">KV</abbr> <abbr title="d">KV</abbr></p>')
@@ -241,7 +241,7 @@ def test_the_built_prose_marks_a_term_once_per_section(site):
 
 
 def test_glossary_wraps_label_terms_with_escaped_titles():
-    from build_hooks.glossary import Glossary
+    from build_hooks.pages.glossary import Glossary
 
     g = Glossary({"TTFT": 'temps "fins al" <primer> token', "lot": "grup"}, ())
     assert g.wrap("TTFT p95, estàtic") == '<abbr title="temps &quot;fins al&quot; &lt;primer&gt; token">TTFT</abbr> p95, estàtic'

@@ -235,7 +235,7 @@ def test_the_no_formulas_track_hides_the_panel(site):
 
 
 def test_the_contributor_guide_explains_the_panel_and_its_page_option():
-    from build_hooks import codepanel
+    from build_hooks.pages import codepanel
     from conftest import ROOT
 
     guide = (ROOT / "docs" / "contribuir.md").read_text()
@@ -254,7 +254,7 @@ def test_the_editor_is_one_same_origin_file_without_eval_and_precached(site):
 
 
 def test_a_tarball_with_another_hash_is_refused(tmp_path, monkeypatch):
-    from build_hooks import assets, editor_assets
+    from build_hooks.runtime import assets, editor_assets
 
     monkeypatch.setenv("TEXTBOOK_CACHE", str(tmp_path))
     spec = "crelt@1.0.7"

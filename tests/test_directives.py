@@ -100,7 +100,7 @@ class _Elements(HTMLParser):
 
 @pytest.mark.parametrize("instance", ['a"><script>alert(1)</script>', "x' onmouseover='y", "a&b<c>"])
 def test_every_attribute_of_a_widget_is_escaped(instance):
-    from build_hooks.widget_html import widget
+    from build_hooks.pages.widget_html import widget
     from widgets_py.engine import registry
 
     params = registry.validate_params("roofline", {})

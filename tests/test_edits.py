@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from build_hooks import bundle
+from build_hooks.runtime import bundle
 from widgets_py.engine import browser, edits, registry
 
 CONSTANT = 'KV_FORMAT = "bf16"'  # roofline's format of the KV cache

@@ -26,7 +26,7 @@ import book
 import drawing
 import engines
 import tolerance
-from build_hooks import export
+from build_hooks.export import single_file
 from conftest import _Quiet
 from widgets_py import formatted, run
 from widgets_py.engine import registry, svg
@@ -272,7 +272,7 @@ def test_the_single_file_is_interactive_from_disk(engine, site, tmp_path):
 
 def the_single_file_is_interactive_from_disk(engine, site, tmp_path):
     single = tmp_path / "cap15.html"
-    source = site / "cap15" / ("index" + export.SUFFIX)
+    source = site / "cap15" / ("index" + single_file.SUFFIX)
     if engine.name == "webkit":
         engines.single_file_with_probe(source, single)
     else:
@@ -296,7 +296,7 @@ def test_a_python_that_cannot_load_names_its_cause(engine, site, tmp_path):
 
 
 def a_python_that_cannot_load_names_its_cause(engine, site, tmp_path):
-    html = (site / "cap15" / ("index" + export.SUFFIX)).read_text()
+    html = (site / "cap15" / ("index" + single_file.SUFFIX)).read_text()
     marker = 'data-name="pyodide.asm.wasm" '
     at = html.index(marker)
     start = html.index(">", at) + 1

@@ -1,4 +1,4 @@
-"""A chapter as one HTML file (build_hooks/export.py): the site links it, and opened from
+"""A chapter as one HTML file (build_hooks/export/single_file.py): the site links it, and opened from
 file:// with every route blocked it becomes interactive, agrees with CPython, keeps the quiz
 and makes no request at all."""
 
@@ -10,7 +10,8 @@ import shutil
 
 import pytest
 
-from build_hooks import downloads, export, trim
+from build_hooks.export import downloads, single_file
+from build_hooks.runtime import trim
 from conftest import KERNEL_WARM
 from test_browser import BOOT_MS, assert_matches_cpython, move_a_control, wait_idle
 
@@ -21,17 +22,17 @@ ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dat
 
 def test_links_go_to_the_published_site_or_are_marked_absent():
     html = '<a href="../glossari.html#kv">g</a><a href="index.html#x">here</a><a href="#y">y</a><a href="https://a.b/">w</a>'
-    published = export._links(html, PAGE, "https://llibre.example/curs/cap15/index.html")
+    published = single_file._links(html, PAGE, "https://llibre.example/curs/cap15/index.html")
     assert 'href="https://llibre.example/curs/glossari.html#kv" data-tw-external' in published
     assert 'href="#x"' in published and 'href="#y"' in published and 'href="https://a.b/"' in published
-    local = export._links(html, PAGE, None)
+    local = single_file._links(html, PAGE, None)
     assert "glossari.html" not in local.split("title=")[0] and "data-tw-absent" in local
-    assert export.published_url('<link rel="canonical" href="http://127.0.0.1:8000/cap15/index.html">') is None
+    assert single_file.published_url('<link rel="canonical" href="http://127.0.0.1:8000/cap15/index.html">') is None
 
 
 @pytest.mark.build
 def test_every_chapter_page_offers_its_file(site):
-    chapters = sorted(p.relative_to(site).as_posix() for p in site.glob("cap*/*.html") if not p.name.endswith(export.SUFFIX))
+    chapters = sorted(p.relative_to(site).as_posix() for p in site.glob("cap*/*.html") if not p.name.endswith(single_file.SUFFIX))
     assert PAGE in chapters
     for rel in chapters:
         html = (site / rel).read_text()
@@ -47,7 +48,7 @@ def test_every_chapter_page_offers_its_file(site):
         assert "connect-src 'none'" in csp and "worker-src blob:" in csp
     assert 'class="tw-download"' not in (site / "index.html").read_text()  # not a chapter
 
-    single = (site / "cap15" / ("index" + export.SUFFIX)).read_text()
+    single = (site / "cap15" / ("index" + single_file.SUFFIX)).read_text()
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     carried = set(re.findall(r'<script type="application/x-tw-payload" data-name="([^"]+)"', single))
     core = {"pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip"}  # what loadPyodide loads
@@ -58,8 +59,8 @@ def test_every_chapter_page_offers_its_file(site):
         assert archive["file"] not in carried or archive["file"] in packages.values()  # not twice
     assert set(packages.values()) | core <= carried
     assert any(name.startswith("widgets_py-") for name in carried)  # code, weights and corpus
-    assert (site / "cap15" / ("index" + export.SUFFIX)).stat().st_size <= LIMIT
-    assert "index" + export.SUFFIX not in (site / "sw.js").read_text()  # downloaded, never precached
+    assert (site / "cap15" / ("index" + single_file.SUFFIX)).stat().st_size <= LIMIT
+    assert "index" + single_file.SUFFIX not in (site / "sw.js").read_text()  # downloaded, never precached
 
 
 @pytest.mark.build
@@ -72,14 +73,14 @@ def test_the_command_prints_a_breakdown_that_adds_up(site, tmp_path, capsys):
     stored = [float(row[-2]) for row in rows]  # "... 4.18 MB"
     assert {"pyodide.asm.wasm", "python_stdlib.zip"} <= {row[0] for row in rows}
     assert sum(stored) == pytest.approx(out.stat().st_size / 1e6, abs=0.01 * len(rows))
-    assert out.read_bytes() == (site / "cap15" / ("index" + export.SUFFIX)).read_bytes()  # the site's file, exactly
+    assert out.read_bytes() == (site / "cap15" / ("index" + single_file.SUFFIX)).read_bytes()  # the site's file, exactly
     assert downloads.main(["cap15/nowhere.md", str(tmp_path / "x.html"), "--site", str(site)]) == 1
 
 
 @pytest.mark.browser
 def test_the_file_is_interactive_from_disk_with_no_request(browser, site, tmp_path):
     single = tmp_path / "cap15.html"  # as a reader keeps it: alone in a folder
-    shutil.copy(site / "cap15" / ("index" + export.SUFFIX), single)
+    shutil.copy(site / "cap15" / ("index" + single_file.SUFFIX), single)
     url = single.as_uri()
     context = browser.new_context(service_workers="block")
     requests, errors = [], []
@@ -124,7 +125,7 @@ def test_the_file_is_interactive_from_disk_with_no_request(browser, site, tmp_pa
 @pytest.mark.browser
 def test_the_same_file_works_over_http(watched, server):
     page = watched.page
-    page.goto(server + "cap15/index" + export.SUFFIX)
+    page.goto(server + "cap15/index" + single_file.SUFFIX)
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
     sel = '.tw-widget[data-widget="roofline"]'
     page.select_option(f"{sel} [name=gpu]", "a100-80gb")
@@ -132,7 +133,7 @@ def test_the_same_file_works_over_http(watched, server):
     wait_idle(page, sel)
     assert_matches_cpython(page, sel)
     assert watched.errors == []
-    assert [u for u in watched.requests if not u.endswith(export.SUFFIX) and not u.startswith("blob:")] == []
+    assert [u for u in watched.requests if not u.endswith(single_file.SUFFIX) and not u.startswith("blob:")] == []
 
 
 @pytest.mark.build
@@ -140,5 +141,5 @@ def test_the_export_refuses_core_files_other_than_the_pinned_ones(site):
     """Only python_stdlib.zip may differ from its pin (it carries bytecode): a page that names
     another pyodide.js is refused, even with a file that matches what the page says."""
     config = {"runtime": "pyodide/", "lock": "pyodide-lock.json", "core": {"pyodide.js": "0" * 64}}
-    with pytest.raises(export.ExportError, match="pinned"):
-        export.runtime_files(site, config)
+    with pytest.raises(single_file.ExportError, match="pinned"):
+        single_file.runtime_files(site, config)

@@ -43,7 +43,7 @@ def test_header_files_carry_every_page_policy_plus_frame_ancestors(site):
     base = next(h for path, h in rules if path.endswith("/*"))
     policy = _directives(dict(base)["Content-Security-Policy"])
     pages = list(site.rglob("*.html"))
-    assert any(p.name.endswith(".descarrega.html") for p in pages)  # a chapter as one file (export.py) too:
+    assert any(p.name.endswith(".descarrega.html") for p in pages)  # a chapter as one file (single_file.py) too:
     for page in pages:  # the header's policy is enforced beside each page's own, so it must allow them all
         meta = _directives(unescape(META.search(page.read_text()).group(1)))
         for name, sources in meta.items():

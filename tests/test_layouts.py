@@ -43,11 +43,11 @@ def test_compact_text_wraps_and_stays_inside_the_box():
 
 
 def test_two_tables_with_the_same_headings_get_distinct_region_names():
-    """Each prose table scrolls in a named region (build_hooks/narrow.py); two regions with one
+    """Each prose table scrolls in a named region (build_hooks/pages/narrow.py); two regions with one
     name break axe's landmark-unique rule (the guide has two tables of the same columns)."""
     import re
 
-    from build_hooks import narrow
+    from build_hooks.pages import narrow
 
     table = "<table><thead><tr><th>Missatge</th><th>Què vol dir</th></tr></thead><tbody></tbody></table>"
     html = narrow.on_page_content(f"<p>a</p>{table}<p>b</p>{table}{table}", page=None, config=None, files=None, build=None)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import ROOT, _Quiet, book_with_fixture, build_site, free_port
 
-from build_hooks import offline
+from build_hooks.hosting import offline
 
 pytestmark = pytest.mark.browser
 

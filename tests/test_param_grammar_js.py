@@ -50,7 +50,7 @@ def test_js_and_python_agree(js_results, kind, index, text):
 def test_a_grid_sliders_labels_are_pythons():
     """Long integer sliders (widget_html.is_grid) ship [min, step, count], not their lists: the
     page computes value and label (url-state.js tw.slider), which must be Param.display's."""
-    from build_hooks.widget_html import is_grid
+    from build_hooks.pages.widget_html import is_grid
     from widgets_py.engine import fmt, registry
 
     node = shutil.which("node")
@@ -121,7 +121,7 @@ def test_a_reader_s_answer_reads_what_fmt_writes():
 def test_a_slider_s_nearest_position_is_python_s():
     """A value from the URL lands where the build would place it (Param.nearest_index): the
     nearest position, the first on a tie; a long integer run (a grid) the same."""
-    from build_hooks.widget_html import is_grid
+    from build_hooks.pages.widget_html import is_grid
     from widgets_py.engine import registry
 
     sliders = [p for n in registry.names() for p in registry.get(n).params if p.kind in ("int", "float")]

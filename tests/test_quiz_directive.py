@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from build_hooks.quiz import QuizError, expand
+from build_hooks.pages.quiz import QuizError, expand
 
 QUIZ = """# Capítol
 

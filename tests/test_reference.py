@@ -1,4 +1,4 @@
-"""The clock's reference timings (build_hooks/measured.json) teach what §1 says they show.
+"""The clock's reference timings (build_hooks/pages/measured.json) teach what §1 says they show.
 
 The page shows these timings until the reader's own machine has measured; §1 reads a lesson
 from their shape (a decode step costs about the same at every context; the prefill's cost per
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from build_hooks import reference
+from build_hooks.pages import reference
 from widgets_py.cap15.clock import LENGTHS
 
 NOISE = 2  # a step counts as real when it exceeds this many spreads of its two ends

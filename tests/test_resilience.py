@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 import book
-from build_hooks import assets
+from build_hooks.runtime import assets
 
 pytestmark = pytest.mark.browser
 

@@ -10,7 +10,8 @@ import re
 import brotli
 import pytest
 
-from build_hooks import compress, offline
+from build_hooks import cache
+from build_hooks.hosting import compress, offline
 
 ALL_READY = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.dataset.state === 'ready')"
 STORED = "() => document.documentElement.dataset.twOffline === 'ready'"
@@ -48,13 +49,28 @@ def test_the_cache_keeps_the_most_recently_used_within_its_limit(tmp_path):
     for i, name in enumerate(["old.br", "used.gz", "new.br"]):
         (folder / name).write_bytes(b"x" * 100)
         os.utime(folder / name, (1000 + i, 1000 + i))
-    os.utime(folder / "used.gz", (2000, 2000))  # a hit since: newest
-    (folder / "tmpbuild").write_bytes(b"x" * 100)  # another build's entry being written: not ours to prune
-    os.utime(folder / "tmpbuild", (1, 1))
-    compress.prune(folder, limit=250)
-    assert sorted(p.name for p in folder.iterdir()) == ["new.br", "tmpbuild", "used.gz"]
-    compress.prune(folder, limit=250)
+    cache.read(folder / "used.gz")  # a hit since: newest
+    writing = "new.br.4242-1" + cache.PART  # another build's entry being written: not ours to prune
+    (folder / writing).write_bytes(b"x" * 100)
+    os.utime(folder / writing, (1, 1))
+    cache.prune(folder, limit=250)
+    assert sorted(p.name for p in folder.iterdir()) == ["new.br", writing, "used.gz"]
+    cache.prune(folder, limit=250)
     assert len(list(folder.iterdir())) == 3  # within the limit: nothing more goes
+
+
+def test_a_cache_entry_is_whole_or_absent(tmp_path, monkeypatch):
+    entry = tmp_path / "kind" / "entry.gz"
+    cache.write(entry, b"first")
+    cache.write(entry, b"second")  # over an old one: replaced whole
+
+    def full(*args):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(cache.os, "replace", full)  # a write that fails once its temp file is written
+    with pytest.raises(OSError):
+        cache.write(entry, b"third")
+    assert entry.read_bytes() == b"second" and [p.name for p in entry.parent.iterdir()] == ["entry.gz"]
 
 
 def test_packed_data_gets_gzip_only_and_text_gets_both(tmp_path, monkeypatch):

@@ -18,7 +18,8 @@ from html import unescape
 import pytest
 from conftest import _Quiet
 
-from build_hooks import codepanel, export
+from build_hooks.export import single_file
+from build_hooks.pages import codepanel
 from mkdocs.exceptions import PluginError
 from test_codepanel import BOOT_MS, OTHER, SEL, open_panel, ready, run_edit, shipped_module, type_at_end
 from widgets_py.engine import browser as entry
@@ -271,7 +272,7 @@ def test_edits_are_kept_by_page_not_by_how_its_url_is_spelt(watched, server):
 
 def test_from_disk_another_file_cannot_plant_an_edit(browser, site, tmp_path):
     single = tmp_path / "capitol15.html"
-    single.write_bytes((site / "cap15" / ("index" + export.SUFFIX)).read_bytes())
+    single.write_bytes((site / "cap15" / ("index" + single_file.SUFFIX)).read_bytes())
     other = tmp_path / "altre.html"
     other.write_text("<title>altre</title>")
     context = browser.new_context(service_workers="block")
@@ -324,7 +325,7 @@ def test_the_vendored_sanitizer_is_the_pinned_npm_release():
     new pin here, copy the tarball's package/dist/purify.min.js)."""
     import tarfile
 
-    from build_hooks import editor_assets
+    from build_hooks.runtime import editor_assets
     from conftest import ROOT
 
     tarball = editor_assets.tarball(PURIFY, {PURIFY: PURIFY_SHA256})
@@ -335,7 +336,7 @@ def test_the_vendored_sanitizer_is_the_pinned_npm_release():
 
 @pytest.mark.build
 def test_every_file_a_script_loads_by_url_is_versioned_in_the_config(site):
-    from build_hooks import offline
+    from build_hooks.hosting import offline
 
     html = (site / "cap15" / "index.html").read_text()
     config = json.loads(unescape(re.search(r'data-config="([^"]+)"', html).group(1)))

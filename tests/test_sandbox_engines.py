@@ -264,7 +264,7 @@ def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, 
 
 
 # L-6: the single file opened from disk, whose own policy must allow the worker's blob: scripts
-# (export.py): an edit can make no blob: URL, reach no loader, and read no other local file.
+# (single_file.py): an edit can make no blob: URL, reach no loader, and read no other local file.
 FROM_DISK = """
 import js, json
 out = {}
@@ -288,10 +288,10 @@ raise RuntimeError("PROBE" + json.dumps(out))
 
 
 def test_from_disk_an_edit_makes_no_script_and_reads_no_local_file(any_engine, site, tmp_path):
-    from build_hooks import export
+    from build_hooks.export import single_file
 
     single = tmp_path / "cap15.html"
-    single.write_bytes((site / "cap15" / ("index" + export.SUFFIX)).read_bytes())
+    single.write_bytes((site / "cap15" / ("index" + single_file.SUFFIX)).read_bytes())
     secret = tmp_path / "altre" / "secret.js"
     secret.parent.mkdir()
     secret.write_text("self.twRan = 'local';")

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, SCAFFOLDED, book_with_fixture
 
-from build_hooks import scaffold
+from build_hooks.authoring import scaffold
 
 
 @pytest.mark.build
@@ -26,7 +26,7 @@ def test_the_site_holds_the_scaffolded_chapter_live(site):
 
 
 def test_the_scaffolded_widget_passes_the_suites_tests_for_it(tmp_path):
-    """The commands as a contributor runs them (`./dev new` is `python -m build_hooks.scaffold`),
+    """The commands as a contributor runs them (`./dev new` is `python -m build_hooks.authoring.scaffold`),
     in a copy of the book (its conftest scaffolds cap98 as this session's did: cap97 is another number no chapter takes),
     then the suite's tests for the widget."""
     project = tmp_path / "project"
@@ -35,7 +35,7 @@ def test_the_scaffolded_widget_passes_the_suites_tests_for_it(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(project)}
     said = ""
     for args in (["chapter", "cap97", "Un altre capítol"], ["widget", "cap97", "esquelet_memoria"]):
-        done = subprocess.run([sys.executable, "-m", "build_hooks.scaffold", *args], cwd=project, env=env,
+        done = subprocess.run([sys.executable, "-m", "build_hooks.authoring.scaffold", *args], cwd=project, env=env,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         said += done.stdout

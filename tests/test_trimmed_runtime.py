@@ -1,4 +1,4 @@
-"""The first visit's runtime (build_hooks/trim.py): the standard library and numpy trimmed to what
+"""The first visit's runtime (build_hooks/runtime/trim.py): the standard library and numpy trimmed to what
 the worker imports, as bytecode; the pinned archives beside them, fetched only when a reader's
 edit imports what was left out (widgets_py/engine/on_miss.py); a name that exists nowhere
 fails as it always did."""
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from build_hooks import assets, bundle, bytecode, trim
+from build_hooks.runtime import assets, bundle, bytecode, trim
 from widgets_py.engine import on_miss
 
 from test_bytecode import RUN  # node boots the site's runtime

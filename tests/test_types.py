@@ -20,7 +20,8 @@ VENDORED = {"purify.min.js"}
 
 
 def scripts() -> list[Path]:
-    found = sorted((ROOT / "docs" / "assets" / "tw").glob("*.js")) + sorted((ROOT / "build_hooks").glob("*.js"))
+    # build_hooks: each stage's scripts (export/, hosting/), not the editor's rollup input (runtime/editor/)
+    found = sorted((ROOT / "docs" / "assets" / "tw").glob("*.js")) + sorted((ROOT / "build_hooks").glob("*/*.js"))
     return [p for p in found if p.name not in VENDORED]
 
 

@@ -1,4 +1,4 @@
-// Globals of the page's scripts (docs/assets/tw/*.js but the workers, build_hooks/export_boot.js).
+// Globals of the page's scripts (docs/assets/tw/*.js but the workers, build_hooks/export/export_boot.js).
 /// <reference path="tw.d.ts" />
 /// <reference path="protocol.d.ts" />
 
@@ -13,4 +13,4 @@ interface Navigator {
   connection?: { saveData?: boolean }; // Network Information API: Chromium only
 }
 
-declare const __EXPORT__: any; // build_hooks/export.py writes the single file's payload here
+declare const __EXPORT__: any; // build_hooks/export/single_file.py writes the single file's payload here

@@ -11,6 +11,6 @@ interface WorkerGlobalScope {
   loadPyodide?: (options: object) => Promise<any>; // pyodide.js
 }
 
-declare const __VERSION__: string; // build_hooks/offline.py fills sw.js's template
+declare const __VERSION__: string; // build_hooks/hosting/offline.py fills sw.js's template
 declare const __FILES__: Record<string, string>;
 declare const __NOT_FOUND__: string;

@@ -3,7 +3,7 @@
 A widget's `figure` and `tables` are markup that enters the page. Two places hold them to
 this list, so a figure that passes the build also passes the page:
 
-- the build (build_hooks/widget_html.py) checks every prerendered figure and table with
+- the build (build_hooks/pages/widget_html.py) checks every prerendered figure and table with
   `problems()` and stops on anything else, naming the widget, the element and the fix;
 - the page (docs/assets/tw/markup.js) hands every figure and table the worker sends, shipped
   code's and a reader's edit's alike, to DOMPurify with this list (the site config carries

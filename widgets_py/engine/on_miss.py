@@ -2,7 +2,7 @@
 
 The site's `python_stdlib.zip` holds the bytecode of only the standard-library modules the
 worker and the widgets import, and its numpy wheel only the subpackages they import
-(build_hooks/trim.py): a first visit downloads what the page runs. The pinned archives are
+(build_hooks/runtime/trim.py): a first visit downloads what the page runs. The pinned archives are
 served whole beside them, and the trimmed zip's `tw-runtime.json` says, for each, which
 module names it completes. A reader's edit in the «Codi» panel may import anything: the
 finder installed here, last on `sys.meta_path`, is asked only for names no other finder
@@ -29,7 +29,7 @@ import sys
 import zipfile
 import zipimport
 
-INDEX = "tw-runtime.json"  # written by build_hooks/trim.py into the trimmed zip
+INDEX = "tw-runtime.json"  # written by build_hooks/runtime/trim.py into the trimmed zip
 
 
 def _download(url: str) -> bytes:

@@ -181,7 +181,7 @@ def _drawn(widget: Widget, params: dict, state: Any, partial: bool = False,
 
 def draw(name: str, params: dict, state: Any, layouts: tuple[svg.Layout, ...] = svg.LAYOUTS) -> Result:
     """The figures (in each of `layouts`), values and tables of `state`, a state computed
-    elsewhere (build_hooks.reference: the clock's pinned timings)."""
+    elsewhere (build_hooks.pages.reference: the clock's pinned timings)."""
     return _drawn(get(name), params, state, layouts=layouts)
 
 

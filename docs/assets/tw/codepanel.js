@@ -5,7 +5,7 @@
 // runs the edit in the worker in place of the shipped module for this widget on this page
 // (widgets_py/engine/edits.py), "Atura" stops a run that does not end (a fresh worker),
 // "Restaura" returns to the shipped module. The page never evaluates code: Python runs in
-// the worker. The editor is CodeMirror 6, bundled by the build (build_hooks/editor_assets.py)
+// the worker. The editor is CodeMirror 6, bundled by the build (build_hooks/runtime/editor_assets.py)
 // and loaded when a panel first opens; without it, a plain textarea.
 //
 // An edit is kept in localStorage per page and widget instance until restored, as a draft:
@@ -19,7 +19,7 @@
   "use strict";
   const tw = (window.tw ||= /** @type {TW} */ ({}));
   const { SOURCE, EDITED } = tw.protocol.CALLS;
-  const ROOT = new URL("../../", /** @type {HTMLScriptElement} */ (document.currentScript).src || location.href); // inlined (export.py): no src
+  const ROOT = new URL("../../", /** @type {HTMLScriptElement} */ (document.currentScript).src || location.href); // inlined (single_file.py): no src
   const STOP_AFTER_MS = 400; // a run slower than this offers "Atura"
   const TEXT = {
     open: "Codi",

@@ -1,7 +1,7 @@
 // @ts-check
 // The kernel: the one owner of the Pyodide worker, shared by every page of a visit.
 // It knows the worker's URL, sends the init message (from the site config the build wrote,
-// see build_hooks/bundle.py), turns each call into a promise, and reports the boot as
+// see build_hooks/runtime/bundle.py), turns each call into a promise, and reports the boot as
 // events and one `ready` promise, so a page that subscribes late misses nothing.
 //
 // Loaded twice on widget pages (from <head>, where it starts Python while the page still
@@ -43,8 +43,8 @@
       this.ready.catch(() => {}); // callers that never wait are not an unhandled rejection
       this.tainted = false; // it has run a reader's edit, which may have changed any module's state
       this.hung = false; // a ping has gone unanswered for HANG_MS
-      this.versions = config.versions || {}; // site path -> hash of its bytes (build_hooks/offline.py)
-      // a single-file export (build_hooks/export.py) makes its worker from the bytes it carries
+      this.versions = config.versions || {}; // site path -> hash of its bytes (build_hooks/hosting/offline.py)
+      // a single-file export (build_hooks/export/single_file.py) makes its worker from the bytes it carries
       this.blob = null; // the blob: URL its worker started from, revoked when it ends
       this.worker = tw.embedded ? tw.embedded.worker()
         : this.spawn(this.at(P.WORKER, { protocol: "protocol.js", lockdown: "lockdown.js" }));

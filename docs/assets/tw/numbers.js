@@ -11,7 +11,7 @@
 // - tw.readAnswer(text): a number as a reader types it in a quiz (quiz.js): what fmt.number
 //   writes (1.234.567,5, −3) and the plain forms (1234567.5, 1,2e6, 68 719 476 736); NaN else;
 // - tw.nearestIndex(positions | grid, value): a slider's position nearest `value`, the first on
-//   a tie, as build_hooks/widget_html.py places a control (Param.nearest_index).
+//   a tie, as build_hooks/pages/widget_html.py places a control (Param.nearest_index).
 (() => {
   "use strict";
   const scope = typeof self !== "undefined" ? self : globalThis;

@@ -1,5 +1,5 @@
 // @ts-check
-// The page's side of the service worker that build_hooks/offline.py writes (only in built
+// The page's side of the service worker that build_hooks/hosting/offline.py writes (only in built
 // sites, never under mkdocs serve). Loaded first in <head>, so the worker takes this page,
 // and Pyodide's worker, before Python's big files are fetched: each file is downloaded once
 // (`tw.offline.controlled`, the gate kernel.js waits for before it starts Python).

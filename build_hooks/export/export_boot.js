@@ -1,5 +1,5 @@
 // @ts-check
-// The single-file export's page side (build_hooks/export.py writes it into the file, before
+// The single-file export's page side (build_hooks/export/single_file.py writes it into the file, before
 // kernel.js). It tells the kernel how to make its worker when the page has no folder to load
 // it from: `tw.embedded.worker()` starts one from a Blob URL (export_worker.js, then the
 // site's worker.js) and, once the document is parsed, posts the worker the compressed

@@ -26,7 +26,6 @@ import base64
 import gzip
 import hashlib
 import json
-import os
 import posixpath
 import re
 from dataclasses import dataclass
@@ -34,7 +33,8 @@ from html import escape, unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from . import assets, bytecode, trim
+from .. import cache
+from ..runtime import assets, bytecode, trim
 
 HERE = Path(__file__).resolve().parent
 SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
@@ -76,24 +76,9 @@ def _local(site: Path, page_dir: str, ref: str) -> Path:
     return site / path
 
 
-def gzipped(data: bytes, cache: Path | None) -> bytes:
-    """gzip -9 of `data`, kept in `cache` by the sha256 of the input (the slow step)."""
-    return _kept(data, cache, ".gz", lambda: gzip.compress(data, 9, mtime=0))
-
-
-def _kept(data: bytes, cache: Path | None, suffix: str, make) -> bytes:
-    """make() of `data`, kept in `cache` by the sha256 of `data` and `suffix`."""
-    digest = hashlib.sha256(data).hexdigest()
-    hit = cache / f"{digest}{suffix}" if cache else None
-    if hit and hit.is_file():
-        return hit.read_bytes()
-    packed = make()
-    if hit:
-        hit.parent.mkdir(parents=True, exist_ok=True)
-        tmp = hit.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(packed)
-        tmp.replace(hit)  # atomic: builds running side by side never read half a file
-    return packed
+def gzipped(data: bytes, kept_in: Path | None) -> bytes:
+    """gzip -9 of `data`, kept in the folder `kept_in` by the sha256 of the input (the slow step)."""
+    return cache.kept(kept_in, data, ".gz", lambda d: gzip.compress(d, 9, mtime=0))
 
 
 def published_url(html: str) -> str | None:
@@ -108,7 +93,7 @@ def _script(code: str) -> str:
     return "<script>" + code.replace("</script", "<\\/script").replace("<!--", "<\\!--") + "</script>"
 
 
-def runtime_files(site: Path, config: dict, cache: Path | None = None) -> dict[str, bytes]:
+def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict[str, bytes]:
     """Pyodide's core files and every package of the site's lock, each checked against the sha256
     the site's config (core files: pinned bytes, but the stdlib the site trimmed) or lock
     (packages) gives it; the whole archives in place of the trimmed ones (trim.py's index says
@@ -140,7 +125,7 @@ def runtime_files(site: Path, config: dict, cache: Path | None = None) -> dict[s
     files = {}
     for name, data in raw.items():
         if name.endswith((".zip", ".whl")):
-            data = _kept(data, cache, ".nobytecode", lambda data=data: bytecode.strip(data))
+            data = cache.kept(kept_in, data, ".nobytecode", bytecode.strip)
         files[name] = data
     for spec in lock["packages"].values():
         spec["sha256"] = assets.sha256(files[spec["file_name"]])
@@ -187,7 +172,7 @@ def _material_config(m: re.Match) -> str:
     return m.group(1) + json.dumps(config).replace("</", "<\\/") + m.group(3)
 
 
-def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=lambda line: None) -> list[Part]:
+def export(site: Path, page: str, out: Path, *, kept_in: Path | None = None, say=lambda line: None) -> list[Part]:
     """Write `page` (e.g. cap15/index.md or .html) of the built `site` as one file `out`."""
     page = re.sub(r"\.md$", ".html", page)
     source = site / page
@@ -227,7 +212,7 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
         worker = (tw / "worker.js").read_text()
         imported = [f"{name}.js" for name in re.findall(r'importScripts\(script\("([\w-]+)"\)\)', worker)]
         if not imported:
-            raise ExportError("worker.js imports no script by importScripts(script(NAME)): export.py no longer reads it")
+            raise ExportError("worker.js imports no script by importScripts(script(NAME)): single_file.py no longer reads it")
         sources = {name: (tw / name).read_text() for name in imported}
         sources.update({"worker.js": worker, "export_worker.js": (HERE / "export_worker.js").read_text()})
         boot = (HERE / "export_boot.js").read_text().replace("__EXPORT__", json.dumps({
@@ -237,13 +222,13 @@ def export(site: Path, page: str, out: Path, *, cache: Path | None = None, say=l
         # the boot goes before the first script after the title (protocol.js, then kernel.js)
         at = html.index("<script", html.index("</title>"))
         html = html[:at] + _script(boot) + html[at:]
-        files = {name: (data, "") for name, data in runtime_files(site, config, cache).items()}
+        files = {name: (data, "") for name, data in runtime_files(site, config, kept_in).items()}
         editor = EDITOR.search(html)  # the code panel's editor, loaded when a panel opens
         if editor and 'data-enabled="false"' not in editor.group(0):
             files[posixpath.basename(editor.group(2))] = ((site / editor.group(2)).read_bytes(), f"{editor.group(1)}:editor")
             html = html[:editor.start(2)] + html[editor.end(2):]  # set to a blob: URL by the boot
         for i, (name, (data, into)) in enumerate(sorted(files.items(), key=lambda kv: -len(kv[1][0])), 1):
-            packed = base64.b64encode(gzipped(data, cache)).decode()
+            packed = base64.b64encode(gzipped(data, kept_in)).decode()
             target = f' data-url-into="{into}"' if into else ""
             payloads.append(f'<script type="{PAYLOAD_TYPE}" data-name="{escape(name)}" data-bytes="{len(data)}"{target}>{packed}</script>')
             parts.append(Part(name, len(data), len(packed) + 80))

@@ -1,5 +1,5 @@
 // @ts-check
-// The single-file export's worker prelude (build_hooks/export.py): it runs before the site's
+// The single-file export's worker prelude (build_hooks/export/single_file.py): it runs before the site's
 // own worker.js, which is unchanged, inside a worker made from a Blob URL (export_boot.js).
 // Everything the worker would load comes from memory instead:
 // - importScripts(any URL) and fetch(any URL) are answered by file name (the last path

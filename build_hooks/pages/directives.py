@@ -7,7 +7,7 @@
 Exactly one space after `<!--` and before `-->`, on one line. Anything else outside code
 that looks like a directive (`<!-- md:…`, `md:widget`, `md:value`) is an error, never
 silently left as a comment: a typo (`md:widgte`), a missing space, an unclosed or empty
-directive, a widget in the middle of a line. Keys appear once. `widget_pages` does the
+directive, a widget in the middle of a line. Keys appear once. `prerender` does the
 placing; this module only reads and refuses.
 """
 

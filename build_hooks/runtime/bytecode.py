@@ -33,10 +33,8 @@ same, slower to start.
 from __future__ import annotations
 
 import ast
-import hashlib
 import io
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -44,7 +42,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import assets, bundle
+from .. import cache
+from . import assets, bundle, zips
 
 TAG = "cpython-312"  # sys.implementation.cache_tag of Pyodide 0.27.7's Python 3.12.7
 STDLIB = "/lib/python312.zip/"  # where Pyodide mounts python_stdlib.zip
@@ -130,11 +129,7 @@ for name in {scanned!r}:
 
 def _key(files: dict[str, bytes], imports: str) -> str:
     """A hash of everything the result depends on: the files, what is imported, how it is compiled."""
-    h = hashlib.sha256()
-    for name in sorted(files):
-        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    h.update((NODE + SCRIPT + imports).encode())
-    return h.hexdigest()[:16]
+    return cache.key(cache.listing(files), (NODE + SCRIPT + imports).encode())[:16]
 
 
 @dataclass(frozen=True)
@@ -145,20 +140,17 @@ class Stage:
     imported: tuple[str, ...]
 
 
-def _read(path: Path) -> Stage:
-    with zipfile.ZipFile(path) as z:
+def _read(data: bytes) -> Stage:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
         listed = json.loads(z.comment)
         return Stage({name: z.read(name.lstrip("/")) for name in listed["compiled"]}, tuple(listed["imported"]))
 
 
 def _write(path: Path, stage: Stage) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.part")  # builds side by side never share one
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as z:
-        z.comment = json.dumps({"compiled": sorted(stage.pycs), "imported": list(stage.imported)}).encode()
-        for name, data in sorted(stage.pycs.items()):
-            z.writestr(zipfile.ZipInfo(name.lstrip("/"), date_time=bundle.ZIP_TIME), data)
-    partial.replace(path)  # atomic: a crash never leaves a half-written cache file
+    """The stage as a cache entry: each module's bytecode a member, the two lists in the comment."""
+    listed = {"compiled": sorted(stage.pycs), "imported": list(stage.imported)}
+    members = {name.lstrip("/"): data for name, data in sorted(stage.pycs.items())}
+    cache.write(path, zips.write(members, compression=zipfile.ZIP_STORED, comment=json.dumps(listed).encode()))
 
 
 def python_error(stderr: str) -> str | None:
@@ -177,8 +169,8 @@ def _compile(files: dict[str, bytes], package: str, imports: str, cached: Path) 
     `files`: Pyodide's core files, the wheels and a lock listing them, as the site would serve
     them; `package` is loaded with loadPackage, then `imports` run.
     """
-    if cached.is_file():
-        return _read(cached)
+    if (entry := cache.read(cached)) is not None:
+        return _read(entry)
     script = SCRIPT.format(imports=imports, stdlib=STDLIB, out=OUT)
     with tempfile.TemporaryDirectory(prefix="tw-bytecode-") as tmp:
         work, out = Path(tmp) / "runtime", Path(tmp) / "out"
@@ -219,7 +211,10 @@ def package(files: dict[str, bytes], key: str, entry: str, scanned: list[str] = 
     """Stage 2: the package `key` (with stage 1's bytecode in `files`): what the worker does with
     it through `entry`, and the modules `scanned` (imports named in its source, scanned())."""
     imports = PACKAGE_IMPORTS.format(entry=entry, registry=REGISTRY, scanned=sorted(scanned))
-    return _compile(files, key, imports, assets.cache_dir().parent / "bytecode" / f"{_key(files, imports)}.zip")
+    folder = cache.folder("bytecode")  # an entry per edit of the package: pruned
+    stage = _compile(files, key, imports, folder / f"{_key(files, imports)}.zip")
+    cache.prune(folder)
+    return stage
 
 
 def scanned(sources: dict[str, bytes], own: str) -> list[str]:
@@ -262,43 +257,30 @@ def add_to_zip(data: bytes, extra: dict[str, bytes], *, record: str | None = Non
     if not extra:
         return data
     if record is None:
-        out = io.BytesIO(data)
-        with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as z:
-            for name in sorted(extra):
-                z.writestr(bundle.zip_entry(name), extra[name])
-        return out.getvalue()
-    src = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for info in src.infolist():
-            body = src.read(info)
-            if info.filename == record:
-                body += "".join(f"{name},,\n" for name in sorted(extra)).encode()  # a .pyc needs no hash (PEP 376)
-            z.writestr(info, body)
-        for name in sorted(extra):
-            z.writestr(bundle.zip_entry(name), extra[name])
-    return out.getvalue()
+        return zips.append(data, extra)
+    listed = "".join(f"{name},,\n" for name in sorted(extra)).encode()  # a .pyc needs no hash (PEP 376)
+    return zips.rewrite(data, lambda name, body: (name, body + listed if name == record else body), extra)
 
 
 def strip(data: bytes) -> bytes:
     """`data` (a zip) without its bytecode, and a wheel's RECORD without the lines naming it."""
-    src = zipfile.ZipFile(io.BytesIO(data))
-    if not any(name.endswith(".pyc") for name in src.namelist()):
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        names = z.namelist()
+    if not any(name.endswith(".pyc") for name in names):
         return data
-    listed = tuple(name.encode() + b"," for name in src.namelist() if name.endswith(".pyc"))  # RECORD lines
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for info in src.infolist():
-            if info.filename.endswith(".pyc"):
-                continue
-            body = src.read(info)
-            if info.filename.endswith(".dist-info/RECORD"):
-                body = b"".join(line for line in body.splitlines(keepends=True) if not line.startswith(listed))
-            z.writestr(info, body)
-    return out.getvalue()
+    listed = tuple(name.encode() + b"," for name in names if name.endswith(".pyc"))  # RECORD lines
+
+    def member(name: str, body: bytes) -> tuple[str, bytes] | None:
+        if name.endswith(".pyc"):
+            return None
+        if name.endswith(".dist-info/RECORD"):
+            body = b"".join(line for line in body.splitlines(keepends=True) if not line.startswith(listed))
+        return name, body
+
+    return zips.rewrite(data, member)
 
 
-if __name__ == "__main__":  # `python -m build_hooks.bytecode`: stage 1 ahead of a build (./dev does it)
+if __name__ == "__main__":  # `python -m build_hooks.runtime.bytecode`: stage 1 ahead of a build (./dev does it)
     pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     done = runtime(pinned, bundle.lock(None).encode())
     print(f"{len(done.pycs)} modules with bytecode" if done is not None else "no node: no bytecode", file=sys.stderr)

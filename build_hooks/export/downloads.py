@@ -1,7 +1,7 @@
 """Each chapter as one file: the link on its page, the file beside it, and `./dev export`.
 
 A chapter page (docs/capNN/*.md) gets "Descarrega el capítol" under its title; after the
-build has written the pages, the file is made from the built page by export.py and put next
+build has written the pages, the file is made from the built page by single_file.py and put next
 to it as NAME.descarrega.html (not precached by the service worker: see offline.py). Under
 `mkdocs serve` there is neither. `./dev export PAGE OUT.html` builds the site (or takes
 --site DIR) and writes one file, with its progress and a per-part breakdown.
@@ -10,7 +10,6 @@ to it as NAME.descarrega.html (not precached by the service worker: see offline.
 from __future__ import annotations
 
 import argparse
-import os
 import posixpath
 import re
 import subprocess
@@ -18,14 +17,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import assets, generator
-from .export import HERE, SUFFIX, ExportError, export
+from .. import cache, generator
+from .single_file import SUFFIX, ExportError, export
 
 CHAPTER = re.compile(r"^cap\d+/[^/]+\.md$")  # the pages that offer their file
+ROOT = Path(__file__).resolve().parents[2]  # the project, where mkdocs.yml is
 
 
 def _cache() -> Path:
-    return assets.cache_dir().parent / "export"  # gzip of the runtime files, by sha256
+    return cache.folder("export")  # the runtime files without bytecode, and their gzip, by sha256
 
 
 def download_name(page_html: str) -> str:
@@ -52,7 +52,8 @@ def on_post_build(*, config, build) -> None:
     for page in sorted(site.rglob("*.html")):
         if not page.name.endswith(SUFFIX) and 'class="tw-download"' in page.read_text():
             rel = page.relative_to(site).as_posix()
-            export(site, rel, page.with_name(page.name[:-5] + SUFFIX), cache=_cache())
+            export(site, rel, page.with_name(page.name[:-5] + SUFFIX), kept_in=_cache())
+    cache.prune(_cache())  # an entry per edit of the package
 
 
 def _mb(n: int) -> str:
@@ -71,11 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         if site is None:
             site = Path(tmp) / "site"
             say("construint el lloc (properdocs build --strict)…")
-            done = subprocess.run(generator.build_command(site, "--quiet"), cwd=HERE.parent)
+            done = subprocess.run(generator.build_command(site, "--quiet"), cwd=ROOT)
             if done.returncode:
                 return done.returncode
         try:
-            parts = export(site, args.page, args.out, cache=_cache(), say=say)
+            parts = export(site, args.page, args.out, kept_in=_cache(), say=say)
         except (ExportError, OSError) as exc:
             print(f"export: error: {exc}", file=sys.stderr)
             return 1

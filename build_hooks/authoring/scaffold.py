@@ -20,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NAME = re.compile(r"[a-z][a-z0-9_]*")  # a module name, a directive's widget name
 CHAPTER = re.compile(r"cap\d+")
 

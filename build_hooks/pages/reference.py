@@ -4,7 +4,7 @@ A widget such as the clock *measures* (its outputs marked `measured` in the regi
 Prerendered as measured, every build would bake different timings into its page, its
 figure and the search index, so no two builds of the same source would be identical and
 every returning reader would download the site again. So the build shows reference values
-instead, measured once with `python -m build_hooks.reference` and kept in `measured.json`
+instead, measured once with `python -m build_hooks.pages.reference` and kept in `measured.json`
 beside this file, labelled as such in the page ("valors de referència"); the reader's own
 browser measures again as soon as Python is ready (the widget's autorun).
 
@@ -50,7 +50,7 @@ def pin(name: str, values: dict, pinned: dict | None = None) -> dict:
     entry = (_pinned() if pinned is None else pinned).get(name)
     if entry is None or sorted(entry["values"]) != keys:
         raise StaleReference(f"{PINNED.name}: no reference timings for widget '{name}' with outputs {keys}; "
-                             f"measure them with `.venv/bin/python -m build_hooks.reference` and commit the file")
+                             f"measure them with `.venv/bin/python -m build_hooks.pages.reference` and commit the file")
     return {**values, **entry["values"]}
 
 
@@ -110,6 +110,6 @@ def record(rounds: int = ROUNDS) -> dict:
     return out
 
 
-if __name__ == "__main__":  # `python -m build_hooks.reference`: measure and pin the reference timings
+if __name__ == "__main__":  # `python -m build_hooks.pages.reference`: measure and pin the reference timings
     PINNED.write_text(json.dumps(record(), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     print(f"{PINNED}: {', '.join(_pinned())}")

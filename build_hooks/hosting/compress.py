@@ -17,15 +17,11 @@ used), so a build compresses only what changed.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import hashlib
-import os
-import tempfile
 import zlib
 from pathlib import Path
 
-from . import assets
+from .. import cache
 
 try:
     import brotli
@@ -41,57 +37,23 @@ KINDS = (".html", ".js", ".mjs", ".css", ".json", ".wasm", ".zip", ".svg", ".txt
 # 30 s of a build that makes a new one whenever a page changes. Such a file gets its .gz only.
 PACKED = 0.6
 CACHED_BYTES = 256 * 1024  # smaller files compress in milliseconds: not worth an entry
-# Pages change with every edit (and carry their site's URL), so entries pile up: after each
-# build the least recently used go until the folder holds at most this (one book's big files
-# take about 40 MB; the suite's builds of many variants share what is the same).
-CACHE_LIMIT = 256 * 1024 * 1024
-
-
-def _folder() -> Path:
-    return assets.cache_dir().parent / "compressed"
-
-
-def prune(folder: Path, limit: int = CACHE_LIMIT) -> None:
-    """Remove the least recently used entries (by mtime: a hit touches it) beyond `limit` bytes."""
-    entries = []
-    for entry in folder.glob("*.[bg][rz]") if folder.is_dir() else ():  # entries, not another build's temp files
-        try:
-            stat = entry.stat()
-        except FileNotFoundError:  # another build's prune got there first
-            continue
-        entries.append((stat.st_mtime, stat.st_size, entry))
-    total = sum(size for _, size, _ in entries)
-    for _, size, entry in sorted(entries):
-        if total <= limit:
-            break
-        entry.unlink(missing_ok=True)
-        total -= size
+# Pages change with every edit (and carry their site's URL), so entries pile up: each build
+# prunes the folder (cache.prune; the suite's builds of many variants share what is the same).
+FOLDER = "compressed"
 
 
 def _kept(data: bytes, suffix: str, pack, unpack, errors) -> bytes:
     """pack(data), from the cache when an entry for these bytes unpacks to them."""
     if len(data) < CACHED_BYTES:
         return pack(data)
-    folder = _folder()
-    entry = folder / f"{hashlib.sha256(data).hexdigest()}{suffix}"
-    try:
-        packed = entry.read_bytes()
-    except FileNotFoundError:  # not made yet, or pruned by another build meanwhile
-        packed = None
-    if packed is not None:
+
+    def valid(entry: bytes) -> bool:
         try:
-            if unpack(packed) == data:
-                with contextlib.suppress(FileNotFoundError):  # pruned this instant: still good bytes
-                    os.utime(entry)  # recently used: the last to be pruned
-                return packed
+            return unpack(entry) == data
         except errors:
-            pass  # a damaged entry: made again below
-    packed = pack(data)
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as tmp:  # whole or not at all
-        tmp.write(packed)
-    os.replace(tmp.name, entry)
-    return packed
+            return False  # a damaged entry: made again
+
+    return cache.kept(cache.folder(FOLDER), data, suffix, pack, valid)
 
 
 def _gzip(data: bytes) -> bytes:
@@ -124,4 +86,4 @@ def on_post_build(*, config, build=None) -> None:
     for path in sorted(p for p in site.rglob("*") if p.is_file() and wanted(p)):
         for suffix, packed in siblings(path).items():
             path.with_name(path.name + suffix).write_bytes(packed)
-    prune(_folder())
+    cache.prune(cache.folder(FOLDER))

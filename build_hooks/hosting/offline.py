@@ -30,14 +30,14 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from . import bundle
+from ..runtime import bundle
 
 TEMPLATE = Path(__file__).with_name("sw.js")
 SCRIPT = "assets/tw/offline.js"
 NOT_FOUND = "404.html"
 OWN_ASSET = re.compile(r'((?:src|href)="[^"?#]*?assets/tw/([\w.-]+\.(?:js|css)))"')
 NEVER_REQUESTED = re.compile(r".*\.map$|.*\.gz$|.*\.br$|_headers$|nginx-headers\.conf$"  # for hosts and tools: no page asks
-                             r"|.*\.descarrega\.html$")  # a chapter as one file (export.py): downloaded, not read here
+                             r"|.*\.descarrega\.html$")  # a chapter as one file (single_file.py): downloaded, not read here
 LUNR = "assets/javascripts/lunr/"
 LOADED = ("assets/tw/worker.js", "assets/tw/protocol.js", "assets/tw/lockdown.js",
           bundle.RUNTIME_DIR + bundle.LOCK)  # loaded by scripts (kernel.js, worker.js), by URL with ?v=

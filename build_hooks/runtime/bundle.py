@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +25,10 @@ from pyodide_lock.spec import InfoSpec
 
 from widgets_py.engine import markup
 
-from . import assets
+from .. import cache
+from . import assets, zips
 
-PACKAGE = Path(__file__).resolve().parent.parent / "widgets_py"
+PACKAGE = Path(__file__).resolve().parents[2] / "widgets_py"
 NAME = "widgets_py"  # import name, and the distribution name in file names
 PACKAGE_KEY = "widgets-py"  # its normalised name (PEP 503): the lock's key, loadPackage's argument
 VERSION = "0.1.0"
@@ -37,7 +36,6 @@ ENTRY = "widgets_py.engine.browser"  # the module the worker imports: render(), 
 RUNTIME_DIR = "pyodide/"  # Pyodide's files, numpy, our wheel and the lock, in the built site
 LOCK = "pyodide-lock.json"
 NUMPY_RECORD = "numpy-2.0.2.dist-info/RECORD"
-ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip timestamp: no build time in the bytes
 INFO = InfoSpec(arch="wasm32", platform="emscripten_3_1_58", version=assets.PYODIDE_VERSION,
                 python="3.12.7", abi_version="2024_0")  # as in the official 0.27.7 lock
 
@@ -59,14 +57,6 @@ def package_files(package: Path = PACKAGE) -> dict[str, Path]:
             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in SOURCES_ONLY}
 
 
-def zip_entry(name: str) -> zipfile.ZipInfo:
-    """A deflated, world-readable archive member with no build time in it."""
-    entry = zipfile.ZipInfo(name, date_time=ZIP_TIME)
-    entry.compress_type = zipfile.ZIP_DEFLATED
-    entry.external_attr = 0o644 << 16
-    return entry
-
-
 def _record_line(name: str, data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"{name},sha256={digest},{len(data)}"
@@ -75,21 +65,14 @@ def _record_line(name: str, data: bytes) -> str:
 def make_wheel(files: dict[str, Path], extra: dict[str, bytes] | None = None) -> Wheel:
     """A py3-none-any wheel of `files` (and `extra` members: bytecode), byte-identical for identical inputs."""
     contents = dict(sorted({**{name: path.read_bytes() for name, path in files.items()}, **(extra or {})}.items()))
-    inputs = hashlib.sha256()
-    for name, data in contents.items():
-        inputs.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    version = f"{VERSION}+{inputs.hexdigest()[:12]}"  # a local version: the content's own
+    version = f"{VERSION}+{cache.key(cache.listing(contents))[:12]}"  # a local version: the content's own
     info = f"{NAME}-{version}.dist-info/"
     contents[info + "METADATA"] = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {version}\nRequires-Dist: numpy\n".encode()
-    contents[info + "WHEEL"] = b"Wheel-Version: 1.0\nGenerator: build_hooks.bundle\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    contents[info + "WHEEL"] = b"Wheel-Version: 1.0\nGenerator: build_hooks.runtime.bundle\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     contents[info + "top_level.txt"] = f"{NAME}\n".encode()
     record = [_record_line(n, d) for n, d in contents.items()] + [info + "RECORD,,"]
     contents[info + "RECORD"] = ("\n".join(record) + "\n").encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in contents.items():
-            z.writestr(zip_entry(name), data)
-    data = out.getvalue()
+    data = zips.write(contents)
     return Wheel(f"{NAME}-{version}-py3-none-any.whl", data, assets.sha256(data))
 
 
@@ -124,7 +107,7 @@ def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str]) ->
     """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
 
     `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
-    bytes, python_stdlib.zip with its bytecode), for whoever copies them (export.py).
+    bytes, python_stdlib.zip with its bytecode), for whoever copies them (single_file.py).
     `versions`: site path -> hash of the bytes (offline.digest) of each file that a script
     loads by URL (the workers, what they import, the lock): the URL carries it (`?v=`), so
     no HTTP cache and no service worker pairs this build's page with another build's file.

@@ -1,5 +1,5 @@
 // The code editor of the widgets' code panel (docs/assets/tw/codepanel.js): CodeMirror 6
-// with the Lezer Python grammar, bundled by build_hooks/editor_assets.py (rollup, pinned
+// with the Lezer Python grammar, bundled by build_hooks/runtime/editor_assets.py (rollup, pinned
 // npm packages) into one classic script that defines `window.twEditor`. Colours are the
 // site's own code style: Material's --md-code-hl-* variables, light and dark.
 import { Compartment, EditorState, StateEffect, StateField } from "@codemirror/state";

@@ -1,0 +1,61 @@
+"""Every zip the build writes (wheels, python_stdlib.zip, the bytecode cache), through one module.
+
+The bytes must depend on the inputs alone: a changed byte is a new sha256 in the lock and the
+site config, a new download for every reader. So a new member carries no build time (the
+earliest zip timestamp), no owner's mode (0644) and its content as given, in the order given
+(the callers sort); a member copied from another archive keeps its name, timestamp and
+compression; and an archive only gaining members is appended to, its own members left as the
+very bytes they were.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip timestamp: no build time in the bytes
+
+
+def entry(name: str, compression: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
+    """A world-readable archive member with no build time in it."""
+    info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+    info.compress_type = compression
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def write(members: dict[str, bytes], *, compression: int = zipfile.ZIP_DEFLATED, comment: bytes = b"") -> bytes:
+    """A new zip of `members`, in their order, each an `entry`."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression) as z:
+        if comment:
+            z.comment = comment
+        for name, data in members.items():
+            z.writestr(entry(name, compression), data)
+    return out.getvalue()
+
+
+def append(data: bytes, extra: dict[str, bytes]) -> bytes:
+    """The zip `data` with `extra` members added after its own, in name order; its own bytes unchanged."""
+    out = io.BytesIO(data)
+    with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as z:
+        for name in sorted(extra):
+            z.writestr(entry(name), extra[name])
+    return out.getvalue()
+
+
+def rewrite(data: bytes, member, extra: dict[str, bytes] | None = None) -> bytes:
+    """The zip `data` with each member as member(name, body) gives it, (new name, new body) or
+    None to leave it out, keeping its timestamp and compression; then `extra`, in name order."""
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in src.infolist():
+            kept = member(info.filename, src.read(info))
+            if kept is None:
+                continue
+            info.filename, body = kept
+            z.writestr(info, body)
+        for name in sorted(extra or {}):
+            z.writestr(entry(name), extra[name])
+    return out.getvalue()
