@@ -140,12 +140,6 @@ def named(s: State, slots: int, requests: int, chunked: bool, chunk_tokens: int,
         "long_requests": sum(r.prompt == LONG_PROMPT for r in load),
         "long_prompt": LONG_PROMPT, "sustained_gap_ms": SUSTAINED_GAP_MS,
         "kv_blocks": blocks, "kv_tokens": blocks * BLOCK_TOKENS,
-        "static_drain_idle": static.drain_idle, "block_tokens": BLOCK_TOKENS,
-        "preemptions_whole": s.whole.preemptions, "preemptions_chunked": s.chunked.preemptions,
-        "recomputed_whole": s.whole.recomputed_tokens, "recomputed_chunked": s.chunked.recomputed_tokens,
-        "max_running_whole": s.whole.max_running, "out_mean": float(np.mean(outputs)),
-        "static_gap_max_ms": static.gap_max_ms, "static_gap_p50_ms": static.gap_p50_ms, "static_gap_p99_ms": static.gap_p99_ms,
-        "continuous_gap_max_ms": cont.gap_max_ms, "continuous_gap_p50_ms": cont.gap_p50_ms, "continuous_gap_p99_ms": cont.gap_p99_ms,
     }
 
 
@@ -298,7 +292,6 @@ OUTPUTS = (
     Output("gap_p99_ms", "p99 de l'interval entre tokens, amb càrrega", "ms", 1),
     Output("gap_max_ms", "pitjor interval entre tokens, amb càrrega", "ms", 1),
     Output("continuous_drain_idle", "ocioses en el buidatge final, continu", style="pct", panel=False),
-    Output("static_drain_idle", "ocioses en l'últim lot, estàtic", style="pct", panel=False),
     Output("static_iterations", "iteracions, estàtic", panel=False),
     Output("continuous_iterations", "iteracions, continu", panel=False),
     Output("static_occupied", "ranures ocupades, estàtic", decimals=1, panel=False),
@@ -332,12 +325,6 @@ OUTPUTS = (
     Output("memory_bound", "la memòria limita el lot?", style="bool", panel=False),
     Output("kv_blocks", "pàgines de KV-cache", panel=False),
     Output("kv_tokens", "tokens que hi caben", "tokens", panel=False),
-    Output("block_tokens", "tokens per pàgina", "tokens", panel=False),
-    Output("preemptions_whole", "expulsions amb càrrega, prompt sencer", panel=False),
-    Output("preemptions_chunked", "expulsions amb càrrega, trossejat", panel=False),
-    Output("recomputed_whole", "tokens recalculats amb càrrega, prompt sencer", panel=False),
-    Output("recomputed_chunked", "tokens recalculats amb càrrega, trossejat", panel=False),
-    Output("max_running_whole", "lot més gran amb càrrega", panel=False),
 )
 
 WIDGET = Widget(
