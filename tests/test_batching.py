@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from widgets_py import run
 from widgets_py.cap15.batching import LONG_PROMPT, chunk_pass, decode_ms, roofline_ms, workload
-from widgets_py.maths.batching_sim import Pass, Request, decode_pass, simulate
+from widgets_py.maths.batching_sim import Pass, Request, Scheduler, decode_pass, simulate
+from widgets_py.maths.kv_blocks import BlockPool
 from widgets_py.maths.serving import causal_pairs
 
 
@@ -70,9 +71,9 @@ def test_a_single_long_prompt_moves_the_maximum_not_the_p99():
     # why the old one-prompt scenario misled: one stall touches under 1 % of the intervals
     reqs = workload(80, 1.0, 0.0, seed=10)
     reqs[20].prompt = LONG_PROMPT
-    whole = simulate(reqs, 8, True, roofline_ms).metrics(8)
-    assert whole["gap_max_ms"] > 0.9 * roofline_ms(chunk_pass(LONG_PROMPT, 7))
-    assert whole["gap_p99_ms"] < roofline_ms(chunk_pass(600, 7))
+    whole = simulate(reqs, 8, True, roofline_ms).metrics()
+    assert whole.gap_max_ms > 0.9 * roofline_ms(chunk_pass(LONG_PROMPT, 7))
+    assert whole.gap_p99_ms < roofline_ms(chunk_pass(600, 7))
 
 
 # --- an iteration's cost: the serving roofline, max(FLOPs / peak, bytes / bandwidth) ---------------
@@ -222,6 +223,40 @@ def test_a_small_pool_bounds_the_batch_and_serves_everyone(blocks):
     assert run.peak_blocks <= blocks and run.max_running < 32
     assert all(r.finish_iter > 0 for r in run.requests)
     assert sum(c for _, c in run.gaps) == sum(r.output - 1 for r in run.requests)
+
+
+def test_a_request_owns_its_transitions():
+    # a 10-token prompt, 5 tokens to write: prefilled in two chunks, preempted after 3 tokens,
+    # re-prefilled with them (recompute), its last 2 tokens after
+    r = Request(0, 0.0, 10, 5)
+    r.admit(3, 1.0, slot=2)
+    assert (r.prefill, r.left, r.decoding, r.cached(3)) == (10, 10, False, 0)
+    assert r.prefill_chunk(4) == 4 and r.cached(4) == 4 and r.prefill_chunk(100) == 6
+    assert np.isnan(r.first_token(5, 2.0))  # token 1 comes out of the prefill pass; no wait before it
+    assert (r.first_token_ms, r.written, r.last_iter) == (2.0, 1, 9)  # tokens 2-5 at iterations 6-9
+    assert (r.cached(7), r.written_by(7)) == (12, 3)
+    assert r.preempt(7, 3.0) == 12 and (r.written, r.preemptions, r.recomputed_tokens, r.decoding) == (3, 1, 12, False)
+    r.admit(8, 4.0, slot=0)
+    assert (r.start_ms, r.prefill) == (1.0, 13)  # admitted first at 1.0; prompt + the 3 tokens it wrote
+    r.prefill_chunk(13)
+    assert r.first_token(9, 5.0) == 2.0  # token 4, 2 ms after token 3
+    assert (r.written, r.last_iter) == (4, 10)
+    r.finish(10, 6.0)
+    assert (r.finish_iter, r.finish_ms) == (10, 6.0)
+
+
+def test_each_step_is_one_event():
+    # the preemption trace above, a step at a time: the prefill pass; the 4 decode iterations
+    # the pool allows (2 blocks each); request 1 preempted and request 0's last iteration; the
+    # re-prefill of request 1's 4 + 5 tokens, whose token is its last
+    reqs = _pair(6)
+    scheduler = Scheduler(reqs, 2, True, flat(1.0), None, BlockPool(4, 4))
+    trace = []
+    while scheduler.pending:
+        scheduler.step()
+        trace.append((scheduler.run.iterations, [r.id for r in scheduler.running], [r.id for r in scheduler.queue]))
+    assert trace == [(1, [0, 1], []), (5, [0, 1], []), (6, [], [1]), (7, [], [])]
+    assert reqs[1].written == 6 and reqs[1].recomputed_tokens == 8
 
 
 def test_a_request_larger_than_the_pool_is_refused():

@@ -17,13 +17,13 @@ running answers; and its price, the long prompts' own time to first token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..engine import fmt
 from ..engine import session
-from ..maths.batching_sim import Pass, Request, Run, decode_pass, simulate
+from ..maths.batching_sim import Metrics, Pass, Request, Run, decode_pass, simulate
 from ..maths.frontier import cache_memory
 from ..maths.kv_blocks import BLOCK_TOKENS
 from ..maths.hardware import MODELS
@@ -100,11 +100,47 @@ def long_ttft_s(run: Run) -> float:
 
 @dataclass(frozen=True)
 class State:
-    """What compute() built, for the values, the slot grid and the gain curve."""
+    """What compute() built, for the values, the slot grid, the tables and the gain curve."""
 
-    values: dict
     runs: dict  # continuous? -> Run of the queue at the chosen slots
-    gains: list  # continuous over static throughput, for each of SLOT_SWEEP
+    static: Metrics  # of runs[False]
+    continuous: Metrics  # of runs[True]
+    whole: Metrics  # the sustained load, long prompts prefilled whole
+    chunked: Metrics  # and in chunks
+    long_ttft_s: tuple[float, float]  # the long prompts' median time to first token: whole, chunked
+    values: dict = field(default_factory=dict)  # the named outputs (named(), from the fields above)
+    gains: list = field(default_factory=list)  # continuous over static throughput, for each of SLOT_SWEEP so far
+
+
+def named(s: State, slots: int, requests: int, chunked: bool, chunk_tokens: int, blocks: int, load: list[Request]) -> dict:
+    """The numbers under the names the pages read (`md:value batching.static_idle`)."""
+    static, cont, outputs = s.static, s.continuous, [r.output for r in s.runs[True].requests]
+    shown = s.chunked if chunked else s.whole
+    return {
+        "static_throughput": static.throughput, "continuous_throughput": cont.throughput,
+        "gain": cont.throughput / static.throughput,
+        "static_idle": static.idle, "continuous_idle": cont.idle, "continuous_drain_idle": cont.drain_idle,
+        "static_iterations": static.iterations, "continuous_iterations": cont.iterations,
+        "static_occupied": static.occupied, "continuous_occupied": cont.occupied,
+        "static_ttft_p95_s": static.ttft_p95_s, "continuous_ttft_p95_s": cont.ttft_p95_s,
+        "static_latency_p95_s": static.latency_p95_s, "continuous_latency_p95_s": cont.latency_p95_s,
+        "static_preemptions": static.preemptions, "continuous_preemptions": cont.preemptions,
+        "static_max_running": static.max_running, "continuous_max_running": cont.max_running,
+        "static_recomputed_tokens": static.recomputed_tokens, "continuous_recomputed_tokens": cont.recomputed_tokens,
+        "memory_bound": cont.max_running < min(slots, requests),
+        "out_min": min(outputs), "out_max": max(outputs),
+        "decode_ms": decode_ms(slots), "chunk_ms": roofline_ms(chunk_pass(chunk_tokens, 0)),
+        "mixed_ms": roofline_ms(chunk_pass(chunk_tokens, slots - 1)),
+        "gap_max_ms": shown.gap_max_ms, "gap_p99_ms": shown.gap_p99_ms,
+        "gap_max_whole_ms": s.whole.gap_max_ms, "gap_max_chunked_ms": s.chunked.gap_max_ms,
+        "gap_p99_whole_ms": s.whole.gap_p99_ms, "gap_p99_chunked_ms": s.chunked.gap_p99_ms,
+        "gap_p50_whole_ms": s.whole.gap_p50_ms, "gap_p50_chunked_ms": s.chunked.gap_p50_ms,
+        "throughput_whole": s.whole.throughput, "throughput_chunked": s.chunked.throughput,
+        "long_ttft_whole_s": s.long_ttft_s[0], "long_ttft_chunked_s": s.long_ttft_s[1],
+        "long_requests": sum(r.prompt == LONG_PROMPT for r in load),
+        "long_prompt": LONG_PROMPT, "sustained_gap_ms": SUSTAINED_GAP_MS,
+        "kv_blocks": blocks, "kv_tokens": blocks * BLOCK_TOKENS,
+    }
 
 
 def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, chunked: bool,
@@ -112,46 +148,25 @@ def batching(slots: int, requests: int, variability: int, arrival_gap_ms: str, c
     blocks = kv_blocks(kv_memory)
     queue = workload(requests, variability / 100, float(arrival_gap_ms), seed)  # drawn once, run 14 times
     runs = {False: served(queue, slots, False, blocks), True: served(queue, slots, True, blocks)}
-    static, cont = runs[False].metrics(slots), runs[True].metrics(slots)
     load = workload(requests, variability / 100, SUSTAINED_GAP_MS, seed, long_pct / 100)
-    whole_run, chunk_run = sustained(load, slots, None, blocks), sustained(load, slots, chunk_tokens, blocks)
-    whole, chunk = whole_run.metrics(slots), chunk_run.metrics(slots)
-    current = chunk if chunked else whole
-    outputs = [r.output for r in runs[True].requests]
-    values = {f"static_{k}": v for k, v in static.items()} | {f"continuous_{k}": v for k, v in cont.items()}
-    values = values | {
-        "gain": cont["throughput"] / static["throughput"],
-        "out_min": min(outputs), "out_max": max(outputs), "out_mean": float(np.mean(outputs)),
-        "decode_ms": decode_ms(slots), "chunk_ms": roofline_ms(chunk_pass(chunk_tokens, 0)),
-        "mixed_ms": roofline_ms(chunk_pass(chunk_tokens, slots - 1)),
-        "gap_max_ms": current["gap_max_ms"], "gap_p99_ms": current["gap_p99_ms"],
-        "gap_max_whole_ms": whole["gap_max_ms"], "gap_max_chunked_ms": chunk["gap_max_ms"],
-        "gap_p99_whole_ms": whole["gap_p99_ms"], "gap_p99_chunked_ms": chunk["gap_p99_ms"],
-        "gap_p50_whole_ms": whole["gap_p50_ms"], "gap_p50_chunked_ms": chunk["gap_p50_ms"],
-        "throughput_whole": whole["throughput"], "throughput_chunked": chunk["throughput"],
-        "long_ttft_whole_s": long_ttft_s(whole_run), "long_ttft_chunked_s": long_ttft_s(chunk_run),
-        "long_requests": sum(r.prompt == LONG_PROMPT for r in whole_run.requests),
-        "long_prompt": LONG_PROMPT, "sustained_gap_ms": SUSTAINED_GAP_MS,
-        "kv_blocks": blocks, "kv_tokens": blocks * BLOCK_TOKENS, "block_tokens": BLOCK_TOKENS,
-        "memory_bound": cont["max_running"] < min(slots, requests),
-        "preemptions_whole": whole["preemptions"], "preemptions_chunked": chunk["preemptions"],
-        "recomputed_whole": whole["recomputed_tokens"], "recomputed_chunked": chunk["recomputed_tokens"],
-        "max_running_whole": whole["max_running"],
-    }
+    whole, chunk = sustained(load, slots, None, blocks), sustained(load, slots, chunk_tokens, blocks)
+    state = State(runs=runs, static=runs[False].metrics(), continuous=runs[True].metrics(), whole=whole.metrics(),
+                  chunked=chunk.metrics(), long_ttft_s=(long_ttft_s(whole), long_ttft_s(chunk)))
+    state = replace(state, values=named(state, slots, requests, chunked, chunk_tokens, blocks, load))
     # a staged compute (engine.widget.Partial): the sweep of slot counts, two runs each, comes
     # last; it depends on the queue alone, so moving the slots (or the chunked-prefill
     # controls) finds it kept (session.cached: a simulation, dropped with the weights
     # only to be run again)
     sweep = ("batching.sweep", requests, variability, arrival_gap_ms, kv_memory, seed)
     if session.has(sweep):
-        return State(runs=runs, gains=session.cached(sweep, None), values=values)
+        return replace(state, gains=session.cached(sweep, None))
     gains: list[float] = []
     for s in SLOT_SWEEP:
         if s != slots and len(gains) % 3 == 0:
-            yield Partial(State(runs=runs, gains=list(gains), values=values), 0.4 + 0.6 * len(gains) / len(SLOT_SWEEP),
+            yield Partial(replace(state, gains=list(gains)), 0.4 + 0.6 * len(gains) / len(SLOT_SWEEP),
                           "el guany per a cada nombre de ranures")
         gains.append(gain_at(queue, s, slots, runs, blocks))
-    return State(runs=runs, gains=session.cached(sweep, lambda: gains), values=values)
+    return replace(state, gains=session.cached(sweep, lambda: gains))
 
 
 def gain_at(queue: list[Request], s: int, slots: int, runs: dict, blocks: int | None = None) -> float:
@@ -161,21 +176,20 @@ def gain_at(queue: list[Request], s: int, slots: int, runs: dict, blocks: int | 
 
 
 def _grid(p: dict, state: State) -> str:
-    v = state.values
-    runs = [("Estàtic", False, "static"), ("Continu", True, "continuous")]
-    width = max(v["static_iterations"], v["continuous_iterations"])
+    runs = [("Estàtic", False, state.static), ("Continu", True, state.continuous)]
+    width = max(state.static.iterations, state.continuous.iterations)
     slots = p["slots"]
     row_h = max(2.0, min(10.0, 120 / slots))
     panel_h = slots * row_h + 34
     plot = Plot(height=int(2 * panel_h + 36), left=12, right=12, top=8, bottom=28)
     plot.scales((0, width), (0, 1))
-    for k, (title, continuous, key) in enumerate(runs):
+    for k, (title, continuous, m) in enumerate(runs):
         top = 8 + k * panel_h
-        occupied = (f"{fmt.number(v[key + '_occupied'], 1)} de {slots} en ús" if plot.layout.compact else  # a phone's line
-                    f"{fmt.number(v[key + '_occupied'], 1)} de {slots} ranures ocupades de mitjana")
-        plot.text(8, top + 14, f"{title} · {fmt.percent(v[key + '_idle'])} ocioses · {occupied}", "start", "tw-note")
+        occupied = (f"{fmt.number(m.occupied, 1)} de {slots} en ús" if plot.layout.compact else  # a phone's line
+                    f"{fmt.number(m.occupied, 1)} de {slots} ranures ocupades de mitjana")
+        plot.text(8, top + 14, f"{title} · {fmt.percent(m.idle)} ocioses · {occupied}", "start", "tw-note")
         y0 = top + 22
-        plot.span(0, v[key + "_iterations"], y0, slots * row_h, "tw-slot-empty")
+        plot.span(0, m.iterations, y0, slots * row_h, "tw-slot-empty")
         reqs = state.runs[continuous].requests  # up to 400 rectangles a run: their pixels in one pass
         starts = plot.x.many(np.array([r.start_iter for r in reqs], float))
         ends = plot.x.many(np.array([r.finish_iter for r in reqs], float))
@@ -186,11 +200,11 @@ def _grid(p: dict, state: State) -> str:
         for slot, first, last in state.runs[continuous].evicted:  # stays cut short by a preemption
             plot.span(first, last, y0 + slot * row_h, max(row_h - 0.6, 1), "tw-s1")
     plot.text((plot.left + plot.width - plot.right) / 2, plot.height - 8, "iteracions", "middle", "tw-label")
-    evicted = (f" En continu, {fmt.number(v['continuous_preemptions'])} peticions han perdut el seu cache per falta "
-               "de pàgines (en vermell, l'estada interrompuda)." if v["continuous_preemptions"] else "")
+    evicted = (f" En continu, {fmt.number(state.continuous.preemptions)} peticions han perdut el seu cache per falta "
+               "de pàgines (en vermell, l'estada interrompuda)." if state.continuous.preemptions else "")
     return plot.render("Qui ocupa cada ranura a cada iteració",
-                       f"Ranures ocupades (ple) i ocioses (buit): estàtic {fmt.percent(v['static_idle'])} "
-                       f"ocioses, continu {fmt.percent(v['continuous_idle'])}." + evicted)
+                       f"Ranures ocupades (ple) i ocioses (buit): estàtic {fmt.percent(state.static.idle)} "
+                       f"ocioses, continu {fmt.percent(state.continuous.idle)}." + evicted)
 
 
 def _figure(p: dict, state: State) -> tuple[str, str]:
@@ -211,28 +225,32 @@ def _figure(p: dict, state: State) -> tuple[str, str]:
     curve = plot.render("Guany del batching continu segons les ranures",
                         "Guany per a " + ", ".join(f"{s}: {fmt.with_unit(g, 2, '×')}" for s, g in zip(SLOT_SWEEP, gains)))
     alt = (f"Guany de {fmt.with_unit(v['gain'], 2, '×')} amb {p['slots']} ranures: ranures ocioses "
-           f"{fmt.percent(v['static_idle'])} en estàtic i {fmt.percent(v['continuous_idle'])} en continu.")
+           f"{fmt.percent(state.static.idle)} en estàtic i {fmt.percent(state.continuous.idle)} en continu.")
     if v["memory_bound"]:
         alt += (f" La memòria del cache ({fmt.number(v['kv_blocks'])} pàgines) limita el lot continu a "
-                f"{v['continuous_max_running']} peticions alhora, i n'ha expulsat {fmt.number(v['continuous_preemptions'])}.")
+                f"{state.continuous.max_running} peticions alhora, i n'ha expulsat "
+                f"{fmt.number(state.continuous.preemptions)}.")
     return grid + curve, alt
 
 
 def _tables(p: dict, state: State) -> str:
     v = state.values
-    rows = ""
-    for name, k in (("Estàtic", "static"), ("Continu", "continuous")):
-        rows += (f"<tr><td>{name}</td><td>{fmt.number(v[k + '_throughput'])}</td><td>{fmt.number(v[k + '_iterations'])}</td>"
-                 f"<td>{fmt.number(v[k + '_occupied'], 1)} de {p['slots']}</td>"
-                 f"<td>{fmt.with_unit(v[k + '_ttft_p95_s'], 2, 's')}</td><td>{fmt.with_unit(v[k + '_latency_p95_s'], 2, 's')}</td></tr>")
+    policies = (("Estàtic", state.static), ("Continu", state.continuous))
+    rows = "".join(
+        f"<tr><td>{name}</td><td>{fmt.number(m.throughput)}</td><td>{fmt.number(m.iterations)}</td>"
+        f"<td>{fmt.number(m.occupied, 1)} de {p['slots']}</td>"
+        f"<td>{fmt.with_unit(m.ttft_p95_s, 2, 's')}</td><td>{fmt.with_unit(m.latency_p95_s, 2, 's')}</td></tr>"
+        for name, m in policies)
+    prefills = (("prompt sencer", state.whole, state.long_ttft_s[0]),
+                (f"trossos de {fmt.number(p['chunk_tokens'])}", state.chunked, state.long_ttft_s[1]))
     chunks = "".join(
-        f"<tr><td>{name}</td><td>{fmt.with_unit(v['gap_p50_' + k + '_ms'], 1, 'ms')}</td>"
-        f"<td>{fmt.with_unit(v['gap_p99_' + k + '_ms'], 1, 'ms')}</td><td>{fmt.with_unit(v['gap_max_' + k + '_ms'], 1, 'ms')}</td>"
-        f"<td>{fmt.with_unit(v['long_ttft_' + k + '_s'], 2, 's')}</td><td>{fmt.number(v['throughput_' + k])}</td></tr>"
-        for name, k in (("prompt sencer", "whole"), (f"trossos de {fmt.number(p['chunk_tokens'])}", "chunked")))
+        f"<tr><td>{name}</td><td>{fmt.with_unit(m.gap_p50_ms, 1, 'ms')}</td>"
+        f"<td>{fmt.with_unit(m.gap_p99_ms, 1, 'ms')}</td><td>{fmt.with_unit(m.gap_max_ms, 1, 'ms')}</td>"
+        f"<td>{fmt.with_unit(ttft, 2, 's')}</td><td>{fmt.number(m.throughput)}</td></tr>"
+        for name, m, ttft in prefills)
     memory = "".join(
-        f"<tr><td>{name}</td><td>{v[k + '_max_running']}</td><td>{fmt.number(v[k + '_preemptions'])}</td>"
-        f"<td>{fmt.number(v[k + '_recomputed_tokens'])}</td></tr>" for name, k in (("Estàtic", "static"), ("Continu", "continuous")))
+        f"<tr><td>{name}</td><td>{m.max_running}</td><td>{fmt.number(m.preemptions)}</td>"
+        f"<td>{fmt.number(m.recomputed_tokens)}</td></tr>" for name, m in policies)
     return ("<table><thead><tr><th>Batching</th><th>tok/s</th><th>iteracions</th><th>ranures ocupades</th>"
             f"<th>TTFT p95</th><th>latència p95</th></tr></thead><tbody>{rows}</tbody></table>"
             f"<table><caption>KV-cache: {fmt.number(v['kv_blocks'])} pàgines de {BLOCK_TOKENS} tokens "
@@ -274,7 +292,6 @@ OUTPUTS = (
     Output("gap_p99_ms", "p99 de l'interval entre tokens, amb càrrega", "ms", 1),
     Output("gap_max_ms", "pitjor interval entre tokens, amb càrrega", "ms", 1),
     Output("continuous_drain_idle", "ocioses en el buidatge final, continu", style="pct", panel=False),
-    Output("static_drain_idle", "ocioses en l'últim lot, estàtic", style="pct", panel=False),
     Output("static_iterations", "iteracions, estàtic", panel=False),
     Output("continuous_iterations", "iteracions, continu", panel=False),
     Output("static_occupied", "ranures ocupades, estàtic", decimals=1, panel=False),
@@ -308,12 +325,6 @@ OUTPUTS = (
     Output("memory_bound", "la memòria limita el lot?", style="bool", panel=False),
     Output("kv_blocks", "pàgines de KV-cache", panel=False),
     Output("kv_tokens", "tokens que hi caben", "tokens", panel=False),
-    Output("block_tokens", "tokens per pàgina", "tokens", panel=False),
-    Output("preemptions_whole", "expulsions amb càrrega, prompt sencer", panel=False),
-    Output("preemptions_chunked", "expulsions amb càrrega, trossejat", panel=False),
-    Output("recomputed_whole", "tokens recalculats amb càrrega, prompt sencer", panel=False),
-    Output("recomputed_chunked", "tokens recalculats amb càrrega, trossejat", panel=False),
-    Output("max_running_whole", "lot més gran amb càrrega", panel=False),
 )
 
 WIDGET = Widget(

@@ -21,6 +21,11 @@ recompute, V1's only mode), and no new request is admitted in that iteration. A 
 is admitted when a slot is free and its prompt's blocks fit (taken whole, chunked or not: V1
 takes a chunk's at a time). Re-admitted, it prefills its prompt and the tokens it had already
 written. Without a budget no request ever waits for memory: the slots are the only limit.
+
+A request is a record that owns its transitions, as vidur's `Request` does (`admit`,
+`prefill_chunk`, `first_token`, `preempt`, `finish`): where it stands lives on it alone. The
+`Scheduler` decides when, one `step()` at a time as SimPy's `Environment.step`, and keeps the
+batch's tallies on a `Run`; a run's `metrics()` are a record too.
 """
 
 from __future__ import annotations
@@ -29,10 +34,9 @@ import heapq
 import math
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 import numpy as np
-
-from typing import Callable
 
 from .kv_blocks import BlockPool, blocks_for
 from .quantiles import percentile, weighted_percentile
@@ -56,8 +60,18 @@ class Pass:
 Cost = Callable[[Pass], float]  # ms of one iteration
 
 
-@dataclass
+def decode_pass(decodes: int, cached: float) -> Pass:
+    """`decodes` sequences holding `cached` tokens of cache in all each decode one token."""
+    return Pass(0, decodes, cached, cached + decodes)
+
+
+@dataclass(eq=False)
 class Request:
+    """A request, what happened to it, and where its cache stands (vidur's `num_processed_tokens`).
+
+    Its decode is kept as the iteration it started from, not token by token: a run of decode
+    iterations skipped in one step touches no request but those that finish in it.
+    """
     id: int
     arrival_ms: float  # when it enters the queue
     prompt: int  # prompt tokens to prefill
@@ -70,14 +84,92 @@ class Request:
     finish_ms: float = math.nan
     preemptions: int = 0  # times its cache was dropped to make room
     recomputed_tokens: int = 0  # cached tokens it lost, prefilled again
+    written: int = 0  # tokens it had written when its decode started (kept through a preemption)
+    prefill: int = 0  # tokens its (re)prefill processes: the prompt and the tokens it had written
+    left: int = 0  # of those, still to prefill
+    decode_from: int = -1  # iteration its decode started from (-1: waiting or prefilling)
+    stalled_ms: float = math.nan  # its last token's time, when a preemption cut its decode
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def decoding(self) -> bool:
+        return self.decode_from >= 0
+
+    @property
+    def last_iter(self) -> int:
+        """Iterations done when its last token comes out (it is decoding)."""
+        return self.decode_from + self.output - self.written
+
+    def cached(self, iteration: int) -> int:
+        """Tokens in its cache once `iteration` iterations are done."""
+        return self.prefill + iteration - self.decode_from if self.decoding else self.prefill - self.left
+
+    def written_by(self, iteration: int) -> int:
+        return self.written + iteration - self.decode_from if self.decoding else self.written
+
+    def admit(self, iteration: int, now: float, slot: int) -> None:
+        """Into `slot`: it prefills its prompt and what it had written (recompute), if anything."""
+        if math.isnan(self.start_ms):
+            self.start_ms = now
+        self.start_iter, self.slot = iteration, slot
+        self.prefill = self.left = self.prompt + self.written
+        self.decode_from = -1 if self.prefill else iteration  # nothing to prefill: it decodes from the next iteration
+
+    def prefill_chunk(self, budget: int) -> int:
+        """Prefill up to `budget` more of its tokens; returns how many."""
+        take = min(self.left, budget)
+        self.left -= take
+        return take
+
+    def first_token(self, iteration: int, now: float) -> float:
+        """Its prefill done, a token comes out of the pass and it decodes from here on; returns
+        the wait since its last token when a preemption had cut its decode (else NaN)."""
+        if math.isnan(self.first_token_ms):
+            self.first_token_ms = now
+        stalled, self.stalled_ms = now - self.stalled_ms, math.nan
+        self.decode_from, self.written = iteration, self.written + 1
+        return stalled
+
+    def preempt(self, iteration: int, now: float) -> int:
+        """Its cache dropped (vLLM V1's recompute); it keeps what it has written. Returns the
+        tokens it lost."""
+        lost = self.cached(iteration)
+        if self.decoding:
+            self.stalled_ms = now
+        self.written = self.written_by(iteration)
+        self.preemptions += 1
+        self.recomputed_tokens += lost
+        self.decode_from = -1
+        return lost
+
+    def finish(self, iteration: int, now: float) -> None:
+        self.finish_ms, self.finish_iter = now, iteration
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """What a run measured (`Run.metrics`): one scheduling policy's numbers, read by name."""
+    throughput: float  # generated tokens per second, from the first arrival to the last token
+    iterations: int
+    occupied: float  # slots busy in an average iteration
+    idle: float  # share of the slot-iterations left empty
+    drain_idle: float  # the share of all slot-iterations left empty once the queue was empty
+    ttft_p95_s: float  # 95th percentile of the time to first token
+    latency_p95_s: float  # 95th percentile of the time from arrival to last token
+    gap_max_ms: float  # worst time between two tokens of an answer
+    gap_p50_ms: float
+    gap_p99_ms: float
+    preemptions: int
+    recomputed_tokens: int
+    max_running: int  # most requests in the batch at once
 
 
 @dataclass
 class Run:
     requests: list[Request]
+    slots: int
     iterations: int = 0
     busy_slot_iterations: int = 0  # sum over iterations of occupied slots
     drain_at: tuple[int, int] = (0, 0)  # (iterations, busy slot-iterations) when the queue emptied
@@ -101,56 +193,189 @@ class Run:
         t0 = min(r.arrival_ms for r in self.requests)
         return tokens / ((self.end_ms - t0) / 1e3)
 
-    def metrics(self, slots: int) -> dict:
+    def metrics(self) -> Metrics:
         ttft = np.array([r.first_token_ms - r.arrival_ms for r in self.requests])  # [n]
         latency = np.array([r.finish_ms - r.arrival_ms for r in self.requests])  # [n]
         occupied = self.busy_slot_iterations / self.iterations
         drain_iters = self.iterations - self.drain_at[0]
         drain_busy = self.busy_slot_iterations - self.drain_at[1]
-        gap_values = np.array([g for g, _ in self.gaps]) if self.gaps else np.zeros(1)
-        gap_counts = np.array([c for _, c in self.gaps]) if self.gaps else np.ones(1, dtype=int)
-        return {
-            "throughput": self.throughput(),
-            "iterations": self.iterations,
-            "occupied": occupied,
-            "idle": 1.0 - occupied / slots,
-            "drain_idle": (drain_iters * slots - drain_busy) / (self.iterations * slots),
-            "ttft_p95_s": percentile(ttft, 95) / 1e3,
-            "latency_p95_s": percentile(latency, 95) / 1e3,
-            "gap_max_ms": float(gap_values.max()),
-            "gap_p50_ms": weighted_percentile(gap_values, gap_counts, 50),
-            "gap_p99_ms": weighted_percentile(gap_values, gap_counts, 99),
-            "preemptions": self.preemptions,
-            "recomputed_tokens": self.recomputed_tokens,
-            "max_running": self.max_running,
-        }
+        gap_values = np.array([g for g, _ in self.gaps]) if self.gaps else np.zeros(1)  # [g]
+        gap_counts = np.array([c for _, c in self.gaps]) if self.gaps else np.ones(1, dtype=int)  # [g]
+        return Metrics(
+            throughput=self.throughput(), iterations=self.iterations, occupied=occupied,
+            idle=1.0 - occupied / self.slots,
+            drain_idle=(drain_iters * self.slots - drain_busy) / (self.iterations * self.slots),
+            ttft_p95_s=percentile(ttft, 95) / 1e3, latency_p95_s=percentile(latency, 95) / 1e3,
+            gap_max_ms=float(gap_values.max()), gap_p50_ms=weighted_percentile(gap_values, gap_counts, 50),
+            gap_p99_ms=weighted_percentile(gap_values, gap_counts, 99),
+            preemptions=self.preemptions, recomputed_tokens=self.recomputed_tokens, max_running=self.max_running)
 
 
+class Scheduler:
+    """Who runs in each iteration, one `step()` at a time, and what the iterations cost.
 
+    The batch (`running`) is kept in admission order: the last one is preempted first. Its
+    prefilling requests are served first come, first served; its decoding ones sit in a heap
+    keyed by the iteration of their last token, so a step finds the next finish without
+    visiting every slot.
+    """
 
-@dataclass(eq=False)
-class Live:
-    """A request in the batch, and where its cache stands (vidur's `num_processed_tokens`)."""
-    r: Request
-    prefill: int  # tokens its (re)prefill processes: the prompt and the tokens it had already written
-    left: int  # of those, still to prefill
-    decode_from: int = -1  # iteration its decode started from (-1: still prefilling)
-    written_at_start: int = 0  # tokens it had written when that decode started
-    alive: bool = True  # False once it finished or was preempted (its heap entry is stale)
+    def __init__(self, requests: list[Request], slots: int, continuous: bool, cost: Cost,
+                 chunk: int | None, pool: BlockPool):
+        self.continuous, self.cost, self.chunk, self.pool = continuous, cost, chunk, pool
+        self.run = Run(requests=requests, slots=slots)
+        self.queue = deque(sorted(requests, key=lambda r: (r.arrival_ms, r.id)))
+        self.running: list[Request] = []
+        self.prefilling: deque[Request] = deque()
+        self.decoding: list[tuple[int, int, Request]] = []  # heap of (iteration of its last token, id, request)
+        self.free = list(range(slots))  # heap: the lowest free slot is taken first
+        self.now = 0.0
+        self.cached = 0  # tokens in the caches of the running requests
 
-    def cached(self, iteration: int) -> int:
-        """Tokens in its cache once `iteration` iterations are done."""
-        if self.decode_from < 0:
-            return self.prefill - self.left
-        return self.prefill + iteration - self.decode_from
+    @property
+    def pending(self) -> bool:
+        return bool(self.queue or self.running)
 
-    def written(self, iteration: int) -> int:
-        return self.written_at_start + iteration - self.decode_from if self.decode_from >= 0 else self.written_at_start
+    def step(self) -> None:
+        """Blocks for the running, admissions, then one iteration with prefill work in it or a
+        run of plain decode iterations, and the requests that finish; idle, the next arrival."""
+        preempted = self.pool.bounded and bool(self.running) and self.make_room()
+        if (self.continuous or not self.running) and not preempted:  # V1: no admission in a step that preempted
+            self.admit()
+        if not self.running:  # nothing to do until the next arrival
+            self.now = self.queue[0].arrival_ms
+            return
+        self.run.max_running = max(self.run.max_running, len(self.running))
+        if self.prefilling:
+            self.prefill_iteration()
+        else:
+            self.decode_run()
+        self.finish_due()
 
+    def admit(self) -> None:
+        """Waiting requests that have arrived, into free slots, while their prompts' blocks fit."""
+        run = self.run
+        while self.free and self.queue and self.queue[0].arrival_ms <= self.now:
+            r = self.queue[0]
+            need = r.prompt + r.written or 1
+            if not self.pool.fits(r.id, need):
+                break  # first come, first served: the head waits for blocks, the rest behind it
+            self.queue.popleft()
+            self.pool.grow(r.id, need)
+            r.admit(run.iterations, self.now, heapq.heappop(self.free))
+            self.running.append(r)
+            if r.decoding:
+                heapq.heappush(self.decoding, (r.last_iter, r.id, r))
+            else:
+                self.prefilling.append(r)
+            if not self.queue:  # every request admitted: from here on, slots only drain
+                run.drain_at = (run.iterations, run.busy_slot_iterations)
 
-def decode_pass(decodes: int, cached: float) -> Pass:
-    """`decodes` sequences holding `cached` tokens of cache in all each decode one token."""
-    return Pass(0, decodes, cached, cached + decodes)
+    def make_room(self) -> bool:
+        """Blocks for the next token of every decoding request, oldest first, preempting the
+        last admitted while they lack; returns whether it preempted."""
+        preempted, i = False, 0
+        while i < len(self.running):  # a preemption takes the last: the ones before it stay put
+            r, i = self.running[i], i + 1
+            if not r.decoding:
+                continue
+            need = r.cached(self.run.iterations) + 1
+            while not self.pool.fits(r.id, need):
+                victim = self.running[-1]
+                self.preempt(victim)
+                preempted = True
+                if victim is r:
+                    break
+            else:
+                self.pool.grow(r.id, need)
+        return preempted
+
+    def preempt(self, r: Request) -> None:
+        """Recompute: drop its cache and blocks, back to the front of the queue."""
+        run = self.run
+        self.running.remove(r)
+        if r.decoding:
+            self.decoding.remove((r.last_iter, r.id, r))
+            heapq.heapify(self.decoding)
+        else:
+            self.prefilling.remove(r)
+        self.cached -= r.preempt(run.iterations, self.now)
+        run.evicted.append((r.slot, r.start_iter, run.iterations))
+        self.pool.release(r.id)
+        heapq.heappush(self.free, r.slot)
+        self.queue.appendleft(r)
+
+    def decode_run(self) -> None:
+        """Plain decode iterations, skipped in one step up to the next finish, admissible
+        arrival or missing block; the run costs k times its middle iteration."""
+        run, busy = self.run, len(self.running)
+        k = self.decoding[0][0] - run.iterations
+        if self.continuous and self.free and self.queue and self.queue[0].arrival_ms > self.now:
+            step_ms = self.cost(decode_pass(busy, self.cached))
+            k = min(k, max(1, math.ceil((self.queue[0].arrival_ms - self.now) / step_ms)))
+        if self.pool.bounded:
+            k = self.decode_fit(k)
+        step_ms = self.cost(decode_pass(busy, self.cached + busy * (k - 1) / 2))
+        run.gaps.append((step_ms, k * busy))
+        self.now += k * step_ms
+        run.iterations += k
+        run.busy_slot_iterations += k * busy
+        self.cached += k * busy
+
+    def decode_fit(self, k_max: int) -> int:
+        """Most plain decode iterations (>= 1, <= k_max) the free blocks allow; grows the caches'
+        blocks to them. Nothing prefills: every running request decodes."""
+        cached = np.array([r.cached(self.run.iterations) for r in self.running])  # [n]
+        held = np.array([self.pool.held.get(r.id, 0) for r in self.running])  # [n]
+        size = self.pool.size
+        lo, hi = 1, k_max
+        while lo < hi:  # bisect the largest k whose extra blocks fit
+            mid = (lo + hi + 1) // 2
+            extra = int(np.maximum(0, -(-(cached + mid) // size) - held).sum())
+            lo, hi = (mid, hi) if extra <= self.pool.free else (lo, mid - 1)
+        for r, c in zip(self.running, cached):
+            self.pool.grow(r.id, int(c) + lo)
+        return lo
+
+    def prefill_iteration(self) -> None:
+        """One iteration with prefill work: the chunk budget, first come first served, and the
+        decodes riding along (SARATHI); a token comes out of each prefill it completes."""
+        run, busy = self.run, len(self.running)
+        decodes = busy - len(self.prefilling)  # decoding before this iteration's prefill work
+        budget = self.chunk or sum(r.left for r in self.prefilling)
+        decoding_cached = self.cached - sum(r.prefill - r.left for r in self.prefilling)  # what the decodes read
+        spent, done, kv, pairs = 0, 0, float(decoding_cached), float(decoding_cached + decodes)
+        for r in self.prefilling:  # the prompts it completes come first
+            prefix = r.prefill - r.left
+            take = r.prefill_chunk(budget - spent)
+            if take:  # its chunk reads the prefix it has cached and writes its own
+                kv += prefix + take
+                pairs += causal_pairs(take, prefix)
+            spent += take
+            done += r.left == 0
+        duration = self.cost(Pass(spent, decodes, kv, pairs))
+        if decodes:
+            run.gaps.append((duration, decodes))
+        self.now += duration
+        run.iterations += 1
+        run.busy_slot_iterations += busy
+        self.cached += spent + decodes
+        for _ in range(done):
+            r = self.prefilling.popleft()
+            stalled = r.first_token(run.iterations, self.now)
+            if not math.isnan(stalled):  # a recomputed request's next token, after its wait
+                run.gaps.append((stalled, 1))
+            heapq.heappush(self.decoding, (r.last_iter, r.id, r))
+
+    def finish_due(self) -> None:
+        """The requests whose last token came out of the iterations just done leave the batch."""
+        while self.decoding and self.decoding[0][0] == self.run.iterations:
+            r = heapq.heappop(self.decoding)[2]
+            self.cached -= r.cached(self.run.iterations)
+            r.finish(self.run.iterations, self.now)
+            self.running.remove(r)
+            self.pool.release(r.id)
+            heapq.heappush(self.free, r.slot)
 
 
 def simulate(requests: list[Request], slots: int, continuous: bool, cost: Cost, chunk: int | None = None,
@@ -161,10 +386,6 @@ def simulate(requests: list[Request], slots: int, continuous: bool, cost: Cost, 
     continuous: a request enters as soon as a slot is free (and, with `kv_blocks`, its prompt's blocks).
     chunk: prefill tokens processed per iteration across the batch (None: whole prompts).
     kv_blocks: blocks of `block_tokens` tokens in the KV pool (None: memory never runs out).
-
-    A decoding request is kept as the iteration its last token comes out of, in a heap: a
-    run of plain decode iterations, or a step, touches only the requests that finish in it,
-    not every slot (the simulation's cost grows with the requests, not with slots × events).
     """
     reqs = [Request(r.id, r.arrival_ms, r.prompt, r.output) for r in requests]
     pool = BlockPool(kv_blocks, block_tokens)
@@ -172,150 +393,8 @@ def simulate(requests: list[Request], slots: int, continuous: bool, cost: Cost, 
         if pool.bounded and blocks_for(r.prompt + r.output - 1, block_tokens) > kv_blocks:
             raise ValueError(f"request {r.id} needs {blocks_for(r.prompt + r.output - 1, block_tokens)} KV blocks "
                              f"alone; the pool has {kv_blocks}")
-    queue = deque(sorted(reqs, key=lambda r: (r.arrival_ms, r.id)))
-    run = Run(requests=reqs)
-    written = {r.id: 0 for r in reqs}  # tokens each request has written, kept through a preemption
-    since = {}  # request id -> time of the last token it wrote before it was preempted
-    running: list[Live] = []  # the batch, in admission order: the last one is preempted first
-    prefilling: deque[Live] = deque()  # first come, first served
-    decoding: list[tuple[int, int, Live]] = []  # heap of (iteration of its last token, id, request)
-    free = list(range(slots))
-    now = 0.0
-    cached_sum = 0  # tokens in the caches of the running requests
-
-    def top() -> tuple[int, int, Live] | None:  # the next finish, stale entries dropped
-        while decoding and not decoding[0][2].alive:
-            heapq.heappop(decoding)
-        return decoding[0] if decoding else None
-
-    def preempt(live: Live) -> None:  # recompute: drop its cache, back to the front of the queue
-        nonlocal cached_sum
-        cached_sum -= live.cached(run.iterations)
-        r, live.alive = live.r, False
-        running.remove(live)
-        if live.decode_from < 0:
-            prefilling.remove(live)
-        else:
-            since[r.id] = now
-        written[r.id] = live.written(run.iterations)
-        r.preemptions += 1
-        r.recomputed_tokens += live.cached(run.iterations)
-        run.evicted.append((r.slot, r.start_iter, run.iterations))
-        pool.release(r.id)
-        free.append(r.slot)
-        free.sort()
-        queue.appendleft(r)
-
-    def make_room() -> bool:  # blocks for the next token of every decoding request, oldest first
-        preempted = False
-        for live in list(running):
-            if not live.alive or live.decode_from < 0:
-                continue
-            need = live.cached(run.iterations) + 1
-            while not pool.fits(live.r.id, need):
-                victim = running[-1]
-                preempt(victim)
-                preempted = True
-                if victim is live:
-                    break
-            else:
-                pool.grow(live.r.id, need)
-        return preempted
-
-    def decode_fit(k_max: int) -> int:  # most plain decode iterations the free blocks allow (>= 1)
-        lives = [lv for lv in running if lv.decode_from >= 0]
-        cached = np.array([lv.cached(run.iterations) for lv in lives])  # [n]
-        held = np.array([pool.held.get(lv.r.id, 0) for lv in lives])  # [n]
-        extra = lambda k: int(np.maximum(0, -(-(cached + k) // block_tokens) - held).sum())  # noqa: E731
-        lo, hi = 1, k_max
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if extra(mid) <= pool.free else (lo, mid - 1)
-        for lv, c in zip(lives, cached):
-            pool.grow(lv.r.id, int(c) + lo)
-        return lo
-
-    while queue or running:
-        preempted = make_room() if pool.bounded and running else False
-        if (continuous or not running) and not preempted:  # admission (V1: none in an iteration that preempted)
-            while free and queue and queue[0].arrival_ms <= now:
-                r = queue[0]
-                prefill = r.prompt + written[r.id]
-                if not pool.fits(r.id, prefill or 1):
-                    break  # first come, first served: the head waits for blocks, the rest behind it
-                queue.popleft()
-                pool.grow(r.id, prefill or 1)
-                if math.isnan(r.start_ms):
-                    r.start_ms = now
-                r.start_iter, r.slot = run.iterations, free.pop(0)
-                live = Live(r, prefill, prefill, written_at_start=written[r.id])
-                running.append(live)
-                if prefill:
-                    prefilling.append(live)
-                else:  # nothing to prefill: it decodes from the next iteration on
-                    live.decode_from = run.iterations
-                    heapq.heappush(decoding, (run.iterations + r.output, r.id, live))
-                if not queue:  # every request admitted: from here on, slots only drain
-                    run.drain_at = (run.iterations, run.busy_slot_iterations)
-        if not running:  # nothing to do until the next arrival
-            now = queue[0].arrival_ms
-            continue
-        busy = len(running)
-        run.max_running = max(run.max_running, busy)
-        if not prefilling:  # plain decode: skip ahead to the next finish, admissible arrival or missing block
-            k = top()[0] - run.iterations
-            if continuous and free and queue and queue[0].arrival_ms > now:
-                k = min(k, max(1, math.ceil((queue[0].arrival_ms - now) / cost(decode_pass(busy, cached_sum)))))
-            if pool.bounded:
-                k = decode_fit(k)
-            step_ms = cost(decode_pass(busy, cached_sum + busy * (k - 1) / 2))  # the run's middle iteration
-            run.gaps.append((step_ms, k * busy))
-            now += k * step_ms
-            run.iterations += k
-            run.busy_slot_iterations += k * busy
-            cached_sum += k * busy
-        else:  # one iteration with prefill work in it
-            was_decoding = busy - len(prefilling)  # before this iteration's prefill work
-            budget = chunk or sum(a.left for a in prefilling)
-            decoding_cached = cached_sum - sum(a.prefill - a.left for a in prefilling)  # what the decodes read
-            spent, done, kv, pairs = 0, 0, float(decoding_cached), float(decoding_cached + was_decoding)
-            for a in prefilling:  # first come, first served: the prompts it completes come first
-                take = min(a.left, budget - spent)
-                if take:  # its chunk reads the prefix it has cached and writes its own
-                    prefix = a.prefill - a.left
-                    kv += prefix + take
-                    pairs += causal_pairs(take, prefix)
-                a.left -= take
-                spent += take
-                done += a.left == 0
-            duration = cost(Pass(spent, was_decoding, kv, pairs))
-            if was_decoding:
-                run.gaps.append((duration, was_decoding))
-            now += duration
-            run.iterations += 1
-            run.busy_slot_iterations += busy
-            cached_sum += spent + was_decoding
-            for _ in range(done):  # a token comes out of the prefill pass
-                live = prefilling.popleft()
-                r = live.r
-                if math.isnan(r.first_token_ms):
-                    r.first_token_ms = now
-                if r.id in since:  # a recomputed request's next token, after its wait
-                    run.gaps.append((now - since.pop(r.id), 1))
-                live.decode_from, live.written_at_start = run.iterations, live.written_at_start + 1
-                heapq.heappush(decoding, (run.iterations + r.output - live.written_at_start, r.id, live))
-        finished = False
-        while top() is not None and decoding[0][0] == run.iterations:
-            live = heapq.heappop(decoding)[2]
-            cached_sum -= live.cached(run.iterations)
-            r, live.alive = live.r, False
-            r.finish_ms, r.finish_iter = now, run.iterations
-            running.remove(live)
-            pool.release(r.id)
-            free.append(r.slot)
-            finished = True
-        if finished:
-            free.sort()
-    run.end_ms = now
-    run.peak_blocks = pool.peak
-    return run
+    scheduler = Scheduler(reqs, slots, continuous, cost, chunk, pool)
+    while scheduler.pending:
+        scheduler.step()
+    scheduler.run.end_ms, scheduler.run.peak_blocks = scheduler.now, pool.peak
+    return scheduler.run
