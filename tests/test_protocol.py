@@ -6,6 +6,8 @@ only by the entries it lists, and helper.js replays exactly its ops."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import re
 import subprocess
@@ -57,6 +59,15 @@ def test_worker_js_calls_only_the_listed_entries():
     assert set(re.findall(r"\brun\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["Run"])
     assert set(re.findall(r"\btrainer\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["Trainer"])
     assert set(re.findall(r"\bwarm\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["WarmUp"])
+
+
+def test_the_build_rehearses_every_entry_the_worker_calls():
+    """browser.rehearse is the worker's call sequence written once (the build compiles what
+    it imports, build_hooks/bytecode.py): it calls every entry worker.js calls, and no other."""
+    called = {node.func.id for node in ast.walk(ast.parse(inspect.getsource(browser.rehearse)))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and hasattr(browser, node.func.id)}
+    assert called == set(protocol.ENTRIES)
+    assert "rehearse" not in protocol.ENTRIES
 
 
 def test_helper_js_replays_exactly_the_ops():

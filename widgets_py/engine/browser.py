@@ -158,3 +158,27 @@ class Trainer:
                 data["figure"] = self.trainable.curve(self.run.history, self.run.tc.steps)
             data["layout"] = self.layout.name
         return json.dumps(data)
+
+
+def rehearse() -> None:
+    """The worker's calls (protocol.ENTRIES) as worker.js makes them, each widget at its
+    defaults: the build runs this under Pyodide to list and compile every module the browser
+    imports, those imported inside functions too (build_hooks/bytecode.py). The warm-up
+    without a helper; an edit that runs, one that does not compile and one that raises (the
+    traceback's path); a training run's first step."""
+    prepare()
+    warm = WarmUp()
+    while not (task := json.loads(warm.advance()))["done"]:
+        pass
+    if task["failed"]:
+        raise RuntimeError("the warm-up failed: " + "; ".join(task["failed"]))
+    for name in registry.names():
+        fixed(name, "{}")
+        run = Run(name, "{}")
+        while json.loads(run.advance()).get("partial"):
+            pass
+        code = json.loads(source(name))["source"]
+        for edit in ("", "\ndef (\n", "\nraise ValueError('x')\n"):
+            render_edited(name, "build", code + edit, "{}")
+        if registry.get(name).trainable is not None:
+            Trainer(name, "{}").advance(1)
