@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typeguard import TypeCheckError, check_type
 
+from build_hooks import bundle
 from widgets_py.engine import browser, edits, protocol, registry
 from widgets_py.engine.session import Session
 
@@ -46,6 +47,16 @@ def test_the_schema_refuses_what_it_does_not_say():
                       ([("reserv", 4)], list[protocol.Op])):
         with pytest.raises(TypeCheckError):
             check_type(bad, kind)
+
+
+def test_the_warm_up_and_the_site_config_are_the_schema_s():
+    warm = browser.WarmUp()
+    while not (task := json.loads(warm.advance()))["done"]:
+        check_type(task, protocol.WarmTask)
+    check_type(task, protocol.WarmDone)
+    wheel = bundle.Wheel("widgets_py-1-py3-none-any.whl", b"", "0" * 64)
+    check_type(bundle.site_config(wheel, {"pyodide.asm.wasm": "1" * 64}, {"assets/tw/worker.js": "2" * 16}),
+               protocol.SiteConfig)
 
 
 def test_worker_js_calls_only_the_listed_entries():

@@ -110,6 +110,33 @@ interface TWTrainProgress {
   layout?: string;
 }
 
+interface TWWarmTask {
+  done: false;
+  waiting: number | null;
+}
+
+interface TWWarmDone {
+  done: true;
+  failed: string[];
+}
+
+interface TWMarkupAllowList {
+  tags: string[];
+  attributes: string[];
+  classes: string[];
+}
+
+interface TWSiteConfig {
+  runtime: string;
+  lock: string;
+  package: string;
+  entry: string;
+  sha256: string;
+  core: Record<string, string>;
+  versions: Record<string, string>;
+  markup: TWMarkupAllowList;
+}
+
 interface TWInit {
   type: "init";
   indexURL: string;

@@ -47,8 +47,8 @@ class WarmUp:
         self.tasks = self._tasks(helper)
 
     def advance(self) -> str:
-        """JSON {done, waiting}: the next task run; `waiting`, the helper's job the next one
-        reads (worker.js waits for it); at the end, `failed`."""
+        """JSON of the next task run (protocol.WarmTask: `waiting`, the helper's job the next
+        one reads, worker.js waits for it), or of the end (protocol.WarmDone: `failed`)."""
         waiting = next(self.tasks, "done")
         if waiting == "done":
             return json.dumps({"done": True, "failed": self.failed})

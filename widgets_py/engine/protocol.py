@@ -158,6 +158,39 @@ SIGNATURES: dict[str, tuple[type, Any, Any]] = {
 }
 
 
+# ---- the worker's warm-up (browser.WarmUp.advance), and the page's site config ------------
+
+class WarmTask(TypedDict):
+    """A warm-up task done, more to come."""
+    done: Literal[False]
+    waiting: int | None  # the helper's job the next task reads (worker.js waits for it)
+
+
+class WarmDone(TypedDict):
+    """The warm-up's end: what did not load (said again when its widget is called)."""
+    done: Literal[True]
+    failed: list[str]
+
+
+class MarkupAllowList(TypedDict):
+    """What a widget's figure may contain (engine/markup.py), for the page's sanitiser."""
+    tags: list[str]
+    attributes: list[str]
+    classes: list[str]
+
+
+class SiteConfig(TypedDict):
+    """What the page needs to boot the worker (build_hooks/bundle.site_config, kernel.js)."""
+    runtime: str  # the site's Pyodide folder, from the site's root
+    lock: str  # its pyodide-lock.json, in that folder
+    package: str  # the widgets' wheel, as the lock names it
+    entry: str  # its browser entry module (browser.py)
+    sha256: str  # the wheel's: one build's kernel is not another's
+    core: dict[str, str]  # Pyodide's files as served -> sha256 (export.py copies them)
+    versions: dict[str, str]  # site path -> hash of the bytes of each file a script loads by URL (`?v=`)
+    markup: MarkupAllowList
+
+
 # ---- page <-> worker ------------------------------------------------------------------
 
 class Init(TypedDict):

@@ -60,8 +60,8 @@ async function warmUp() {
   try {
     for (;;) {
       await turn();
-      const task = parse(warm.advance());
-      if (task.done) return send({ type: P.WARM, failed: task.failed, helped: Boolean(helper && helper.ready) });
+      const task = /** @type {TWWarmTask | TWWarmDone} */ (parse(warm.advance()));
+      if (task.done === true) return send({ type: P.WARM, failed: task.failed, helped: Boolean(helper && helper.ready) });
       if (task.waiting != null) await helper.settled(task.waiting);
     }
   } finally {
