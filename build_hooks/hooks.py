@@ -20,7 +20,7 @@ CONCERNS = ("build_hooks.pyodide_bundle", "build_hooks.quiz", "build_hooks.widge
             "build_hooks.glossary",
             "build_hooks.mathml", "build_hooks.narrow", "build_hooks.csp", "build_hooks.downloads", "build_hooks.headers",
             "build_hooks.offline", "build_hooks.compress")
-# quiz before widget_pages (it expands its own md: directives), codepanel after it (it adds tw-config); narrow after mathml
+# quiz before widget_pages (it expands its own md: directives), codepanel after it (it reads its widgets); narrow after mathml
 # (it wraps long formulas); csp after every <script> is in;
 # downloads reads the written pages; headers reads every page's CSP, the downloads' too; offline after them
 # (sw.js lists every file); compress last (it compresses sw.js too)

@@ -25,6 +25,10 @@ A figure is drawn for one layout (engine/svg.py: "wide", "compact" for a phone's
 page holds a drawing of each and shows the one its box fits (tw.css); RUN, EDITED and TRAIN
 take the `layout` shown (figures.js), LAYOUT if absent, and the figure of their steps and
 reply is drawn for it (echoed as `layout`).
+
+The page's side has its contract too: the warm-up's reply (WarmTask, WarmDone), the site
+config the build writes into a widget page (SiteConfig), and `DOM`, the classes, `data-*`
+names and ids that the build's HTML carries and the page's scripts look up (engine/dom.py).
 """
 
 
@@ -35,7 +39,7 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict, Union
 
-from . import svg
+from . import dom, svg
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "docs" / "assets" / "tw" / "protocol.js"
@@ -329,7 +333,7 @@ def _comment(prefix: str = "// ") -> str:
 
 
 def _constants() -> dict[str, Any]:
-    return {**SCRIPTS, **TYPES, "LAYOUT": LAYOUT, **SCHEDULE, "CALLS": CALLS}
+    return {**SCRIPTS, **TYPES, "LAYOUT": LAYOUT, **SCHEDULE, "CALLS": CALLS, "DOM": dom.constants()}
 
 
 def javascript() -> str:

@@ -304,6 +304,6 @@
   }
 
   // From <head> on a widget page (the build adds data-config): boot now, while the page parses.
-  const config = document.currentScript.dataset.config;
+  const config = document.currentScript.dataset[P.DOM.DATA.CONFIG];
   if (config && supported()) deferSearch(get(JSON.parse(config)).ready);
 })();
