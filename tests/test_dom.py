@@ -99,3 +99,20 @@ def test_the_check_sees_a_spelt_name(tmp_path):
     js = code(bad)
     assert re.search(r"(?<![\w-])tw-status(?![\w-])", js) and js.count("tw-status") == 1
     assert re.search(r"\.dataset\.layout\b", js)
+
+
+@pytest.mark.browser
+def test_a_widget_page_reached_from_one_without_widgets_boots_from_its_one_config(watched, server):
+    """The config is on the head's script alone: instant navigation from a page without it
+    brings it in (Material adds the new page's <head> elements), and the widgets go live."""
+    page = watched.page
+    page.goto(server + "glossari.html")
+    assert page.locator(f"#{dom.Id.CONFIG}").count() == 0
+    page.evaluate("window.__samePage = true")  # survives an instant navigation, not a reload
+    page.locator("a.md-nav__link[href*='sense-formules']").first.click()
+    page.wait_for_url("**/sense-formules.html")
+    page.wait_for_function("() => document.querySelector('.tw-widget') && [...document.querySelectorAll('.tw-widget')]"
+                           ".every(w => w.dataset.state === 'ready')", timeout=90_000)
+    assert page.evaluate("window.__samePage === true"), "the swap reloaded the page"
+    assert page.evaluate(f"() => [...document.querySelectorAll('[data-{dom.Data.CONFIG}]')].map(e => e.parentNode.tagName)") == ["HEAD"]
+    assert watched.errors == []
