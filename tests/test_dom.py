@@ -19,7 +19,7 @@ TW = ROOT / "docs" / "assets" / "tw"
 READERS = ("host.js", "url-state.js", "trainer.js", "figures.js", "codepanel.js", "markup.js", "kernel.js", "offline.js")
 # a script's own attribute on an element it makes, spelt like a name of the contract: the code
 # panel's section says which editor it made (data-editor="codemirror", tests read it)
-OWN = {("codepanel.js", "editor"): "this.section.dataset.editor"}
+OWN = {"codepanel.js": "this.section.dataset.editor"}
 
 
 def code(path: Path) -> str:
@@ -74,9 +74,7 @@ def test_the_site_config_is_written_once_on_a_page_that_needs_python():
 
 @pytest.mark.parametrize("script", READERS)
 def test_no_script_spells_a_name(script):
-    js = code(TW / script)
-    for (where, _), own in OWN.items():
-        js = js.replace(own, "") if where == script else js
+    js = code(TW / script).replace(OWN.get(script, "\0"), "")
     for c in dom.Class:
         assert not re.search(rf"(?<![\w-]){c}(?![\w-])", js), f"{script} spells the class {c}: use DOM.CLASS.{c.name}"
     for d in dom.Data:

@@ -1,6 +1,7 @@
 """Entry point for the Pyodide worker: one JSON call per request. What worker.js calls here
 (protocol.ENTRIES) and what each returns (protocol.py's TypedDicts) is the schema of
-engine/protocol.py, which tests/test_protocol.py holds this module to."""
+engine/protocol.py, which tests/test_protocol.py holds this module to; `rehearse` makes
+those calls for the build, which compiles what they import."""
 
 from __future__ import annotations
 
