@@ -13,6 +13,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from widgets_py.engine.protocol import SiteConfig
+
 from .runtime.bundle import Wheel, site_config
 
 
@@ -47,7 +49,7 @@ class Build:
         threading.Thread(target=run, daemon=True).start()
         return future
 
-    def site_config(self) -> dict:
+    def site_config(self) -> SiteConfig:
         """What the browser needs to boot (carried by every widget page)."""
         assert self.wheel is not None, "on_files (assemble) makes the wheel before pages render"
         return site_config(self.wheel, self.core, self.versions)

@@ -51,7 +51,7 @@ def check_prerendered(site, page):
         assert "<svg" in block.split("</figure>")[0]
         for key, shown in re.findall(r'<div data-value="([^"]+)"><dt>(?:(?!</dt>).)*</dt><dd>([^<]*)</dd>', block):
             assert is_measured(w["name"], key) or unescape(shown) == text[key]
-    config = json.loads(unescape(re.search(r'<div id="tw-config" hidden data-config="([^"]+)"></div>', html).group(1)))
+    config = json.loads(unescape(re.search(r'<script src="[^"]*kernel\.js[^"]*" data-config="([^"]+)" id="tw-config"></script>', html).group(1)))
     runtime = site / config["runtime"]
     entry = json.loads((runtime / config["lock"]).read_text())["packages"][config["package"]]
     wheel = (runtime / entry["file_name"]).read_bytes()

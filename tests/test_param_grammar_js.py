@@ -59,7 +59,9 @@ def test_a_grid_sliders_labels_are_pythons():
     grids = [p for n in registry.names() for p in registry.get(n).params if is_grid(p)]
     assert any(p.name == "seed" for p in grids)
     ints = sorted({v for p in grids for v in p.positions()} | {-1234, -5, 12345, 1234567})
-    script = ("globalThis.window = globalThis;\n" + (ROOT / "docs" / "assets" / "tw" / "numbers.js").read_text() +
+    script = ("globalThis.window = globalThis.self = globalThis;\n" +
+              (ROOT / "docs" / "assets" / "tw" / "protocol.js").read_text() +  # first, as on the page (mkdocs.yml)
+              (ROOT / "docs" / "assets" / "tw" / "numbers.js").read_text() +
               (ROOT / "docs" / "assets" / "tw" / "url-state.js").read_text() +
               f"\nprocess.stdout.write(JSON.stringify({json.dumps(ints)}.map(window.tw.grouped)));\n")
     done = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)

@@ -6,6 +6,8 @@ entries it lists."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import re
 import subprocess
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 from typeguard import TypeCheckError, check_type
 
+from build_hooks import bundle
 from widgets_py.engine import browser, edits, protocol, registry
 from widgets_py.engine.session import Session
 
@@ -45,6 +48,16 @@ def test_the_schema_refuses_what_it_does_not_say():
             check_type(bad, kind)
 
 
+def test_the_warm_up_and_the_site_config_are_the_schema_s():
+    warm = browser.WarmUp()
+    while not (task := json.loads(warm.advance()))["done"]:
+        check_type(task, protocol.WarmTask)
+    check_type(task, protocol.WarmDone)
+    wheel = bundle.Wheel("widgets_py-1-py3-none-any.whl", b"", "0" * 64)
+    check_type(bundle.site_config(wheel, {"pyodide.asm.wasm": "1" * 64}, {"assets/tw/worker.js": "2" * 16}),
+               protocol.SiteConfig)
+
+
 def test_worker_js_calls_only_the_listed_entries():
     worker = (TW / "worker.js").read_text()
     assert set(re.findall(r"\bentry\.(\w+)\(", worker)) == set(protocol.ENTRIES)
@@ -56,6 +69,15 @@ def test_worker_js_calls_only_the_listed_entries():
     assert set(re.findall(r"\brun\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["Run"])
     assert set(re.findall(r"\btrainer\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["Trainer"])
     assert set(re.findall(r"\bwarm\.(\w+)\(", worker)) - {"destroy"} == set(protocol.METHODS["WarmUp"])
+
+
+def test_the_build_rehearses_every_entry_the_worker_calls():
+    """browser.rehearse is the worker's call sequence written once (the build compiles what
+    it imports, build_hooks/bytecode.py): it calls every entry worker.js calls, and no other."""
+    called = {node.func.id for node in ast.walk(ast.parse(inspect.getsource(browser.rehearse)))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and hasattr(browser, node.func.id)}
+    assert called == set(protocol.ENTRIES)
+    assert "rehearse" not in protocol.ENTRIES
 
 
 @pytest.mark.parametrize("name", registry.names())

@@ -297,12 +297,12 @@ def test_the_code_option_takes_only_true_or_false(tmp_path, value):
     meta = yaml.safe_load(f"codi: {value}")
     page = type("Page", (), {"meta": meta, "file": type("F", (), {"src_uri": "cap/pagina.md", "abs_src_path": str(source)})()})()
     with pytest.raises(PluginError, match=r"pagina\.md:3: .*codi: true.*codi: false"):
-        codepanel.on_page_content('<div id="tw-config"></div>', page=page, config={}, files=None,
+        codepanel.on_page_content('<div class="tw-widget"></div>', page=page, config={}, files=None,
                                   build=type("B", (), {"editor": None})())
     for ok in (True, False):
         page.meta = {"codi": ok}
         assert f'data-enabled="{str(ok).lower()}"' in codepanel.on_page_content(
-            '<div id="tw-config"></div>', page=page, config={}, files=None, build=type("B", (), {"editor": None})())
+            '<div class="tw-widget"></div>', page=page, config={}, files=None, build=type("B", (), {"editor": None})())
 
 
 def test_a_non_finite_output_is_named_in_catalan():

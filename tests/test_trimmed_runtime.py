@@ -130,7 +130,7 @@ def test_the_site_serves_trimmed_bytecode_and_the_pinned_archives_beside(site):
 # the package stage's own exercise, on the site as served and without the finder: an import the
 # trimmed runtime lacks fails here; then: was anything of the stdlib or numpy compiled from source?
 CHECK = """\
-import sys
+import json, sys
 {exercise}
 from_source = sorted(m.__spec__.origin for m in list(sys.modules.values()) if getattr(m, "__spec__", None)
                      and (m.__spec__.origin or "").endswith(".py") and "/widgets_py/" not in m.__spec__.origin)
@@ -142,7 +142,7 @@ json.dumps({{"from_source": from_source, "loaded": len(sys.modules)}})
 def test_every_widget_runs_at_its_defaults_on_the_trimmed_runtime_alone(site, tmp_path):
     if not shutil.which("node"):
         pytest.skip("no node here to run Pyodide outside a browser (CI has it)")
-    exercise = bytecode.PACKAGE_IMPORTS.format(entry=bundle.ENTRY, registry=bytecode.REGISTRY, scanned=[])
+    exercise = bytecode.PACKAGE_IMPORTS.format(entry=bundle.ENTRY, scanned=[])
     (tmp_path / "run.js").write_text(RUN)
     (tmp_path / "check.py").write_text(CHECK.format(exercise=exercise))
     done = subprocess.run(["node", str(tmp_path / "run.js"), str(site / bundle.RUNTIME_DIR), str(tmp_path / "check.py")],

@@ -23,6 +23,52 @@ interface TWProtocol {
     readonly SOURCE: "source";
     readonly EDITED: "edited";
   };
+  readonly DOM: {
+    readonly CLASS: {
+      readonly WIDGET: "tw-widget";
+      readonly HEAD: "tw-head";
+      readonly TITLE: "tw-title";
+      readonly STATUS: "tw-status";
+      readonly PROGRESS: "tw-progress";
+      readonly BODY: "tw-body";
+      readonly CONTROLS: "tw-controls";
+      readonly CONTROL: "tw-control";
+      readonly FIGURE: "tw-figure";
+      readonly VALUES: "tw-values";
+      readonly TABLES: "tw-tables";
+      readonly TRAIN: "tw-train";
+      readonly TRAIN_START: "tw-train-start";
+      readonly TRAIN_CANCEL: "tw-train-cancel";
+      readonly TRAIN_PROGRESS: "tw-train-progress";
+      readonly TRAIN_STATUS: "tw-train-status";
+      readonly PARAMS: "tw-params";
+      readonly LIVE: "tw-live";
+      readonly FIXED: "tw-fixed";
+    };
+    readonly DATA: {
+      readonly WIDGET: "widget";
+      readonly INSTANCE: "instance";
+      readonly STATE: "state";
+      readonly PARAMS: "params";
+      readonly AUTORUN: "autorun";
+      readonly VALUE: "value";
+      readonly LAYOUT: "layout";
+      readonly GRID: "grid";
+      readonly POSITIONS: "positions";
+      readonly LABELS: "labels";
+      readonly KIND: "kind";
+      readonly JSON: "json";
+      readonly LIVE: "live";
+      readonly FIXED: "fixed";
+      readonly CONFIG: "config";
+      readonly ENABLED: "enabled";
+      readonly EDITOR: "editor";
+    };
+    readonly ID: {
+      readonly CONFIG: "tw-config";
+      readonly CODE: "tw-code";
+    };
+  };
 }
 
 interface TWRunPayload {
@@ -105,6 +151,32 @@ interface TWTrainProgress {
   matmul: string;
   figure?: string;
   layout?: string;
+}
+
+interface TWWarmTask {
+  done: false;
+}
+
+interface TWWarmDone {
+  done: true;
+  failed: string[];
+}
+
+interface TWMarkupAllowList {
+  tags: string[];
+  attributes: string[];
+  classes: string[];
+}
+
+interface TWSiteConfig {
+  runtime: string;
+  lock: string;
+  package: string;
+  entry: string;
+  sha256: string;
+  core: Record<string, string>;
+  versions: Record<string, string>;
+  markup: TWMarkupAllowList;
 }
 
 interface TWInit {

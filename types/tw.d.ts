@@ -18,7 +18,7 @@ interface TWKernel {
 
 interface TW {
   protocol?: TWProtocol;
-  kernel?: { get(config: object): TWKernel; restart(config: object): TWKernel; retireTainted(): void; supported(): boolean; BootError: any };
+  kernel?: { get(config: TWSiteConfig): TWKernel; restart(config: TWSiteConfig): TWKernel; retireTainted(): void; supported(): boolean; BootError: any };
   parseNumber?: (text: unknown, kind: "int" | "float") => number | null;
   [module: string]: any;
 }

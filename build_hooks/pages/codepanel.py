@@ -17,8 +17,11 @@ from html import escape
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
+from widgets_py.engine.dom import Data, Id
+
 from ..runtime import editor_assets
 from . import directives
+from .widget_html import is_live
 
 OPTION = "codi"  # front matter: `codi: false` hides the panel on that page
 
@@ -58,7 +61,7 @@ def panel_enabled(page) -> bool:
 
 def on_page_content(html: str, *, page, config, files, build) -> str:
     enabled = panel_enabled(page)  # checked on every page, widgets or not
-    if 'id="tw-config"' not in html:
+    if not is_live(html):
         return html
-    return html + (f'<div id="tw-code" hidden data-enabled="{str(enabled).lower()}" '
-                   f'data-editor="{escape(build.editor or "", quote=True)}"></div>')
+    return html + (f'<div id="{Id.CODE}" hidden data-{Data.ENABLED}="{str(enabled).lower()}" '
+                   f'data-{Data.EDITOR}="{escape(build.editor or "", quote=True)}"></div>')

@@ -21,11 +21,12 @@ from html import escape
 from mkdocs.exceptions import PluginError
 
 from widgets_py.engine import markup, registry
+from widgets_py.engine.dom import Data, Id
 from widgets_py.engine.params import ParamError
 
 from . import directives, reference
 from .directives import ALLOWED, DirectiveError, check_grid, check_id, split
-from .widget_html import live_number, widget
+from .widget_html import is_live, live_number, widget
 
 SLOT = '<div class="tw-slot" data-slot="{}"></div>'
 
@@ -137,18 +138,20 @@ def on_page_content(html: str, *, page, config, files, build) -> str:
             raise PluginError(f"{directives.source(page)}:{line}: md:widget convertit en codi per Markdown "
                               f"(sagnat 4 espais fora d'una llista o d'un avís?); {ALLOWED}")
         html = html.replace(f"<p>{tag}</p>", rendered).replace(tag, rendered)
-    if slots or "tw-live" in html or "tw-fixed" in html:
-        # a data attribute, not a <script type="application/json">: Material's instant
-        # navigation re-creates the scripts of a new page, and would run this one as JS
-        html += f'<div id="tw-config" hidden data-config="{escape(json.dumps(build.site_config()), quote=True)}"></div>'
     return html
 
 
 def on_post_page(output: str, *, page, config, build) -> str:
-    """Pages with widgets start Python from <head> (assets/tw/kernel.js), before the body parses."""
-    if 'id="tw-config"' not in output:
+    """Pages with widgets start Python from <head> (assets/tw/kernel.js), before the body parses.
+
+    The site config is written once, on that script (#tw-config: kernel.js reads it as it
+    starts, the page's scripts later). A page reached by instant navigation has it too:
+    Material (9.8) adds the new page's <head> elements the old one lacks, without running
+    them, and drops the old page's that the new one lacks.
+    """
+    if not is_live(output):
         return output
     root = "../" * page.url.count("/")
     tag = (f'<script src="{root}assets/tw/protocol.js"></script><script src="{root}assets/tw/kernel.js" '
-           f'data-config="{escape(json.dumps(build.site_config()), quote=True)}"></script>')
+           f'data-{Data.CONFIG}="{escape(json.dumps(build.site_config()), quote=True)}" id="{Id.CONFIG}"></script>')
     return output.replace("</title>", "</title>" + tag, 1)

@@ -23,7 +23,7 @@ from pathlib import Path
 from pyodide_lock import PackageSpec, PyodideLockSpec
 from pyodide_lock.spec import InfoSpec
 
-from widgets_py.engine import markup
+from widgets_py.engine import markup, protocol
 
 from .. import cache
 from . import assets, zips
@@ -103,7 +103,7 @@ def lock(wheel: Wheel | None, numpy: Wheel | None = None) -> str:
     return json.dumps(spec.model_dump(), indent=1, sort_keys=True)
 
 
-def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str]) -> dict:
+def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str]) -> protocol.SiteConfig:
     """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
 
     `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
@@ -112,7 +112,7 @@ def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str]) ->
     loads by URL (the workers, what they import, the lock): the URL carries it (`?v=`), so
     no HTTP cache and no service worker pairs this build's page with another build's file.
     `markup`: what a widget's figure may contain (widgets_py/engine/markup.py), for the
-    page's sanitiser.
+    page's sanitiser. Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
     """
     return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256,
             "core": core, "versions": versions, "markup": markup.allow_list()}

@@ -92,33 +92,14 @@ with open({out!r} + "files.json", "w") as f:
 """
 
 RUNTIME_IMPORTS = "import numpy"
-# What the worker does with the package (worker.js, through the entry's functions), so that
-# every module it imports is listed, those imported inside functions too: the warm-up
-# (browser.WarmUp: each widget module, the preparations, the staged runs), every widget at its defaults, the code panel's source,
-# an edit that runs, one that does not compile and one that raises (the traceback's path), a
-# training step; then `{scanned}`, every module the package's source names in an import
-# statement (one on a path not taken here, too). The list is what trim.py keeps.
-REGISTRY = "widgets_py.engine.registry"  # names() and get(): every widget, and which trains
+# What the worker does with the package (the entry's rehearse(): worker.js's calls, written
+# once), so that every module it imports is listed, those imported inside functions too; then
+# `{scanned}`, every module the package's source names in an import statement (one on a path
+# not taken there, too). The list is what trim.py keeps.
 PACKAGE_IMPORTS = """\
-import importlib, json
+import importlib
 import {entry} as entry
-entry.prepare()  # as worker.js: numpy, and the worker's session (engine.session)
-warm = entry.WarmUp()  # as worker.js pumps it
-while not (task := json.loads(warm.advance()))["done"]:
-    pass
-if task["failed"]:
-    raise RuntimeError("the warm-up failed: " + "; ".join(task["failed"]))
-from {registry} import names, get
-for name in names():
-    entry.fixed(name, "{{}}")
-    run = entry.Run(name, "{{}}")
-    while json.loads(run.advance()).get("partial"):
-        pass
-    code = json.loads(entry.source(name))["source"]
-    for edit in ("", "\\ndef (\\n", "\\nraise ValueError('x')\\n"):
-        entry.render_edited(name, "build", code + edit, "{{}}")
-    if get(name).trainable is not None:
-        entry.Trainer(name, "{{}}").advance(1)
+entry.rehearse()
 for name in {scanned!r}:
     try:
         importlib.import_module(name)
@@ -210,7 +191,7 @@ def runtime(pinned: dict[str, bytes], lock: bytes) -> Stage | None:
 def package(files: dict[str, bytes], key: str, entry: str, scanned: list[str] = ()) -> Stage | None:
     """Stage 2: the package `key` (with stage 1's bytecode in `files`): what the worker does with
     it through `entry`, and the modules `scanned` (imports named in its source, scanned())."""
-    imports = PACKAGE_IMPORTS.format(entry=entry, registry=REGISTRY, scanned=sorted(scanned))
+    imports = PACKAGE_IMPORTS.format(entry=entry, scanned=sorted(scanned))
     folder = cache.folder("bytecode")  # an entry per edit of the package: pruned
     stage = _compile(files, key, imports, folder / f"{_key(files, imports)}.zip")
     cache.prune(folder)

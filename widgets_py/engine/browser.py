@@ -1,6 +1,7 @@
 """Entry point for the Pyodide worker: one JSON call per request. What worker.js calls here
 (protocol.ENTRIES) and what each returns (protocol.py's TypedDicts) is the schema of
-engine/protocol.py, which tests/test_protocol.py holds this module to."""
+engine/protocol.py, which tests/test_protocol.py holds this module to; `rehearse` makes
+those calls for the build, which compiles what they import."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ class WarmUp:
         self.tasks = self._tasks()
 
     def advance(self) -> str:
-        """JSON {done}: the next task run; at the end, `failed` too."""
+        """JSON of the next task run (protocol.WarmTask), or of the end (protocol.WarmDone:
+        `failed`)."""
         if next(self.tasks, "done") == "done":
             return json.dumps({"done": True, "failed": self.failed})
         return json.dumps({"done": False})
@@ -145,3 +147,27 @@ class Trainer:
                 data["figure"] = self.trainable.curve(self.run.history, self.run.tc.steps)
             data["layout"] = self.layout.name
         return json.dumps(data)
+
+
+def rehearse() -> None:
+    """The worker's calls (protocol.ENTRIES) as worker.js makes them, each widget at its
+    defaults: the build runs this under Pyodide to list and compile every module the browser
+    imports, those imported inside functions too (build_hooks/runtime/bytecode.py). The warm-up;
+    an edit that runs, one that does not compile and one that raises (the
+    traceback's path); a training run's first step."""
+    prepare()
+    warm = WarmUp()
+    while not (task := json.loads(warm.advance()))["done"]:
+        pass
+    if task["failed"]:
+        raise RuntimeError("the warm-up failed: " + "; ".join(task["failed"]))
+    for name in registry.names():
+        fixed(name, "{}")
+        run = Run(name, "{}")
+        while json.loads(run.advance()).get("partial"):
+            pass
+        code = json.loads(source(name))["source"]
+        for edit in ("", "\ndef (\n", "\nraise ValueError('x')\n"):
+            render_edited(name, "build", code + edit, "{}")
+        if registry.get(name).trainable is not None:
+            Trainer(name, "{}").advance(1)

@@ -25,6 +25,10 @@ A figure is drawn for one layout (engine/svg.py: "wide", "compact" for a phone's
 page holds a drawing of each and shows the one its box fits (tw.css); RUN, EDITED and TRAIN
 take the `layout` shown (figures.js), LAYOUT if absent, and the figure of their steps and
 reply is drawn for it (echoed as `layout`).
+
+The page's side has its contract too: the warm-up's reply (WarmTask, WarmDone), the site
+config the build writes into a widget page (SiteConfig), and `DOM`, the classes, `data-*`
+names and ids that the build's HTML carries and the page's scripts look up (engine/dom.py).
 """
 
 
@@ -35,7 +39,7 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, Union
 
-from . import svg
+from . import dom, svg
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "docs" / "assets" / "tw" / "protocol.js"
@@ -154,6 +158,38 @@ SIGNATURES: dict[str, tuple[type, Any, Any]] = {
 }
 
 
+# ---- the worker's warm-up (browser.WarmUp.advance), and the page's site config ------------
+
+class WarmTask(TypedDict):
+    """A warm-up task done, more to come."""
+    done: Literal[False]
+
+
+class WarmDone(TypedDict):
+    """The warm-up's end: what did not load (said again when its widget is called)."""
+    done: Literal[True]
+    failed: list[str]
+
+
+class MarkupAllowList(TypedDict):
+    """What a widget's figure may contain (engine/markup.py), for the page's sanitiser."""
+    tags: list[str]
+    attributes: list[str]
+    classes: list[str]
+
+
+class SiteConfig(TypedDict):
+    """What the page needs to boot the worker (build_hooks/bundle.site_config, kernel.js)."""
+    runtime: str  # the site's Pyodide folder, from the site's root
+    lock: str  # its pyodide-lock.json, in that folder
+    package: str  # the widgets' wheel, as the lock names it
+    entry: str  # its browser entry module (browser.py)
+    sha256: str  # the wheel's: one build's kernel is not another's
+    core: dict[str, str]  # Pyodide's files as served -> sha256 (export.py copies them)
+    versions: dict[str, str]  # site path -> hash of the bytes of each file a script loads by URL (`?v=`)
+    markup: MarkupAllowList
+
+
 # ---- page <-> worker ------------------------------------------------------------------
 
 class Init(TypedDict):
@@ -237,7 +273,7 @@ def _comment(prefix: str = "// ") -> str:
 
 
 def _constants() -> dict[str, Any]:
-    return {**SCRIPTS, **TYPES, "LAYOUT": LAYOUT, **SCHEDULE, "CALLS": CALLS}
+    return {**SCRIPTS, **TYPES, "LAYOUT": LAYOUT, **SCHEDULE, "CALLS": CALLS, "DOM": dom.constants()}
 
 
 def javascript() -> str:

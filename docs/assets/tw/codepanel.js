@@ -19,6 +19,7 @@
   "use strict";
   const tw = (window.tw ||= /** @type {TW} */ ({}));
   const { SOURCE, EDITED } = tw.protocol.CALLS;
+  const { CLASS, DATA, ID } = tw.protocol.DOM; // what the build's HTML carries (widgets_py/engine/dom.py)
   const ROOT = new URL("../../", /** @type {HTMLScriptElement} */ (document.currentScript).src || location.href); // inlined (single_file.py): no src
   const STOP_AFTER_MS = 400; // a run slower than this offers "Atura"
   const TEXT = {
@@ -50,8 +51,8 @@
   const panels = new Map(); // widget element -> its Panel (a page left behind: pruned by `live`)
 
   function settings() {
-    const el = document.getElementById("tw-code");
-    return el ? { enabled: el.dataset.enabled !== "false", editor: el.dataset.editor } : { enabled: false };
+    const el = document.getElementById(ID.CODE);
+    return el ? { enabled: el.dataset[DATA.ENABLED] !== "false", editor: el.dataset[DATA.EDITOR] } : { enabled: false };
   }
 
   let editorLib = null; // promise of window.twEditor, or null where it cannot load
@@ -110,7 +111,7 @@
   }
 
   // one key per page, however its URL was spelt (/cap15/ and /cap15/index.html are one page)
-  const storageKey = (w) => `tw-codi:${location.pathname.replace(/\/index\.html$/, "/")}#${w.dataset.instance}`;
+  const storageKey = (w) => `tw-codi:${location.pathname.replace(/\/index\.html$/, "/")}#${w.dataset[DATA.INSTANCE]}`;
   const keeps = location.protocol !== "file:"; // from disk every file shares one localStorage
 
   /** The stored edit, {code}, or null. */
@@ -155,7 +156,7 @@
       this.restored = saved !== null; // a draft from an earlier visit, not run yet
       this.notice = null; // a status that outlives a reload of the view (shelve)
 
-      const head = w.querySelector(".tw-head");
+      const head = w.querySelector(`.${CLASS.HEAD}`);
       this.mark = document.createElement("span");
       this.mark.className = "tw-code-mark";
       this.mark.textContent = TEXT.mark;
@@ -170,7 +171,7 @@
       this.section.className = "tw-code";
       this.section.id = `${w.id}-codi`;
       this.section.hidden = true;
-      this.section.setAttribute("aria-label", `Codi Python: ${w.querySelector(".tw-title").textContent}`);
+      this.section.setAttribute("aria-label", `Codi Python: ${w.querySelector(`.${CLASS.TITLE}`).textContent}`);
       this.toggle.setAttribute("aria-controls", this.section.id);
       this.file = document.createElement("p");
       this.file.className = "tw-code-file";
@@ -192,7 +193,7 @@
       this.status.setAttribute("aria-live", "polite");
       this.section.append(this.file, this.view, actions, this.status);
       head.append(this.mark, this.pageMark, this.toggle);
-      w.querySelector(".tw-body").after(this.section);
+      w.querySelector(`.${CLASS.BODY}`).after(this.section);
 
       this.toggle.addEventListener("click", () => this.show(this.section.hidden));
       this.buttons.edit.addEventListener("click", () => this.startEditing());
@@ -259,7 +260,7 @@
       const kernel = this.host.kernel();
       try {
         await kernel.ready;
-        this.shipped = await kernel.call(SOURCE, { widget: this.w.dataset.widget });
+        this.shipped = await kernel.call(SOURCE, { widget: this.w.dataset[DATA.WIDGET] });
       } catch (error) {
         this.say(`${error.message}`);
         return;
@@ -305,7 +306,7 @@
       let data;
       try {
         kernel.tainted = true; // from now on this worker may differ from the shipped code anywhere
-        data = await kernel.call(EDITED, { widget: this.w.dataset.widget, key: storageKey(this.w), code, params,
+        data = await kernel.call(EDITED, { widget: this.w.dataset[DATA.WIDGET], key: storageKey(this.w), code, params,
           layout: tw.figures.shown(this.w) });
       } catch (error) {
         this.say(TEXT.error({ kind: error.kind === "stopped" ? "Aturat" : "Error", message: error.message }));
@@ -358,7 +359,7 @@
 
   /** Every widget of the page says so while any of them runs edited code. */
   function markPage() {
-    const all = [...document.querySelectorAll(".tw-widget")].filter((w) => panels.has(w)).map((w) => panels.get(w));
+    const all = [...document.querySelectorAll(`.${CLASS.WIDGET}`)].filter((w) => panels.has(w)).map((w) => panels.get(w));
     const any = all.some((p) => p.code !== null);
     for (const p of all) p.pageMark.hidden = !any || p.code !== null;
     if (any) document.documentElement.dataset.twEdited = "true";

@@ -27,40 +27,41 @@
     stale: "Aquesta pàgina és d'una versió anterior del llibre: es recarrega.",
   };
   const { RUN, FIXED } = tw.protocol.CALLS;
+  const { CLASS, DATA, ID } = tw.protocol.DOM; // what the build's HTML carries (widgets_py/engine/dom.py)
   // a run still going after this long shows "Calculant…": within the 0.1 s a change feels
   // immediate, the reader sees it was taken (the worker may be busy with another widget, or
   // still importing the modules after the boot)
   const SLOW_MS = 80;
 
-  const part = (w, sel) => w.querySelector(sel);
+  const part = (w, cls) => w.querySelector(`.${cls}`);
   /** @type {{kernel: TWKernel, widgets: HTMLElement[], lane: Map<HTMLElement, any>, trainers: any[], unsubscribe: () => void, rerun?: boolean} | null} */
   let page = null; // {kernel, widgets, lane: Map(widget -> {busy, next}), trainers}
 
   function setState(w, state, message, enabled = state === "ready") {
-    w.dataset.state = state;
-    part(w, ".tw-status").textContent = message;
-    part(w, ".tw-progress").hidden = state !== "loading";
+    w.dataset[DATA.STATE] = state;
+    part(w, CLASS.STATUS).textContent = message;
+    part(w, CLASS.PROGRESS).hidden = state !== "loading";
     tw.controlsOf(w).forEach((el) => (el.disabled = !enabled));
-    const copy = part(w, ".tw-copy");
+    const copy = w.querySelector(".tw-copy");
     if (copy) copy.disabled = !enabled;
   }
 
   /** A reply, or a long run's partial (its values may lack outputs still to come: pending). */
   function apply(w, data) {
     tw.markup.check(data.figure, data.tables); // a reply too large to show changes nothing
-    const tables = part(w, ".tw-tables");
+    const tables = part(w, CLASS.TABLES);
     if (tables) tw.markup.fill(tables, data.tables);
     if (!data.partial) w.dataset.values = JSON.stringify(data.values); // raw numbers, for tests and the curious
     tw.figures.show(w, data); // into the slot of the layout it was drawn for (figures.js)
-    w.querySelectorAll(".tw-values [data-value]").forEach((row) => {
-      const known = row.dataset.value in data.text;
+    w.querySelectorAll(`.${CLASS.VALUES} [data-${DATA.VALUE}]`).forEach((row) => {
+      const known = row.dataset[DATA.VALUE] in data.text;
       row.classList.toggle("tw-pending", !known);
-      if (known) row.querySelector("dd").textContent = data.text[row.dataset.value];
+      if (known) row.querySelector("dd").textContent = data.text[row.dataset[DATA.VALUE]];
     });
-    const prefix = w.dataset.instance + ".";
-    document.querySelectorAll(".tw-live").forEach((/** @type {HTMLElement} */ span) => {
-      if (!span.dataset.live.startsWith(prefix)) return;
-      const key = span.dataset.live.slice(prefix.length);
+    const prefix = w.dataset[DATA.INSTANCE] + ".";
+    document.querySelectorAll(`.${CLASS.LIVE}`).forEach((/** @type {HTMLElement} */ span) => {
+      if (!span.dataset[DATA.LIVE].startsWith(prefix)) return;
+      const key = span.dataset[DATA.LIVE].slice(prefix.length);
       span.classList.toggle("tw-pending", !(key in data.text));
       if (!(key in data.text)) return;
       span.textContent = data.text[key];
@@ -77,15 +78,15 @@
     } catch (error) {
       return setState(w, "error", (error.shown ? TEXT.notShown : TEXT.runFailed)(error.message), true);
     }
-    part(w, ".tw-status").textContent = TEXT.partial(data.message);
-    const bar = part(w, ".tw-progress");
+    part(w, CLASS.STATUS).textContent = TEXT.partial(data.message);
+    const bar = part(w, CLASS.PROGRESS);
     bar.hidden = false;
     bar.value = data.done;
   }
 
   /** "Calculant…" after SLOW_MS, if the page is the same and `still()` holds then. */
   const sayIfSlow = (here, w, still) =>
-    setTimeout(() => page === here && still() && (part(w, ".tw-status").textContent = TEXT.slow), SLOW_MS);
+    setTimeout(() => page === here && still() && (part(w, CLASS.STATUS).textContent = TEXT.slow), SLOW_MS);
 
   /** One run at a time per widget; the latest change wins: a newer change cancels the run
    *  in flight (a long run stops at its next stage) and older queued params are dropped. */
@@ -117,7 +118,7 @@
         showPartial(w, data);
       };
       lane.call = edited ? tw.codepanel.run(w, here.kernel, params)
-        : here.kernel.call(RUN, { widget: w.dataset.widget, params, layout: tw.figures.shown(w) }, onStep);
+        : here.kernel.call(RUN, { widget: w.dataset[DATA.WIDGET], params, layout: tw.figures.shown(w) }, onStep);
       outcome = { ok: true, data: await lane.call };
     } catch (error) {
       outcome = { ok: false, error };
@@ -151,11 +152,11 @@
   /** Numbers in prose at fixed parameters, recomputed when the weights changed. */
   function refreshFixed() {
     const here = page;
-    document.querySelectorAll(".tw-fixed").forEach(async (/** @type {HTMLElement} */ span) => {
-      const [widget, key] = span.dataset.fixed.split(".");
+    document.querySelectorAll(`.${CLASS.FIXED}`).forEach(async (/** @type {HTMLElement} */ span) => {
+      const [widget, key] = span.dataset[DATA.FIXED].split(".");
       let data;
       try {
-        data = await here.kernel.call(FIXED, { widget, params: JSON.parse(span.dataset.params) });
+        data = await here.kernel.call(FIXED, { widget, params: JSON.parse(span.dataset[DATA.PARAMS]) });
       } catch {
         // the worker was stopped (restart(): the fresh one refreshes them again) or failed
         // (the widgets say so): the number shown stays
@@ -175,7 +176,7 @@
     page.widgets.forEach((w) => setState(w, "ready", TEXT.ready));
     document.dispatchEvent(new Event("tw:idle")); // offline.js may now precache the site
     page.trainers.forEach((t) => t.enable());
-    page.widgets.filter((w) => page.rerun || w.dataset.autorun || w.dataset.fromUrl || w.dataset.edited).forEach(request);
+    page.widgets.filter((w) => page.rerun || w.dataset[DATA.AUTORUN] || w.dataset.fromUrl || w.dataset.edited).forEach(request);
     if (page.rerun) refreshFixed(); // a fresh worker has the shipped weights again (a retrain is gone)
   }
 
@@ -187,9 +188,9 @@
 
   function showProgress({ message, fraction }) {
     page.widgets.forEach((w) => {
-      if (w.dataset.state !== "loading") return;
-      part(w, ".tw-status").textContent = `${TEXT.loading} ${message}`;
-      part(w, ".tw-progress").value = fraction;
+      if (w.dataset[DATA.STATE] !== "loading") return;
+      part(w, CLASS.STATUS).textContent = `${TEXT.loading} ${message}`;
+      part(w, CLASS.PROGRESS).value = fraction;
     });
   }
 
@@ -201,8 +202,8 @@
   }
 
   function start() {
-    const widgets = [...document.querySelectorAll(".tw-widget")].map((w) => /** @type {HTMLElement} */ (w));
-    const configEl = document.getElementById("tw-config");
+    const widgets = [...document.querySelectorAll(`.${CLASS.WIDGET}`)].map((w) => /** @type {HTMLElement} */ (w));
+    const configEl = document.getElementById(ID.CONFIG);
     if (widgets.length && widgets.every((w) => w.dataset.hosted)) return; // this page is set up already
     if (page) leave(page);
     page = null;
@@ -213,7 +214,7 @@
     if (location.protocol === "file:" && !tw.embedded) return widgets.forEach((w) => setState(w, "static", TEXT.file));
     if (!tw.kernel.supported()) return widgets.forEach((w) => setState(w, "error", TEXT.unsupported));
 
-    const kernel = tw.kernel.get(JSON.parse(configEl.dataset.config));
+    const kernel = tw.kernel.get(JSON.parse(configEl.dataset[DATA.CONFIG]));
     const here = (page = { kernel, widgets, lane: new Map(), trainers: [], unsubscribe: () => {} });
     widgets.forEach((w) => {
       here.lane.set(w, { busy: false, next: null, call: null });
@@ -225,14 +226,14 @@
       }
       const trainer = tw.trainer.setup(w, { kernel: () => here.kernel, onTrained: afterTraining, onStopped: request });
       if (trainer) here.trainers.push(trainer);
-      const form = part(w, ".tw-controls");
+      const form = part(w, CLASS.CONTROLS);
       form.addEventListener("submit", (e) => e.preventDefault());
       form.addEventListener("input", (e) => {
         if (e.target.type === "range") tw.showSlider(e.target);
         tw.showParams(w); // the printed line of parameters (url-state.js)
         request(w);
       });
-      tw.figures.watch(w, () => w.dataset.state === "ready" && request(w)); // a stale layout comes into view
+      tw.figures.watch(w, () => w.dataset[DATA.STATE] === "ready" && request(w)); // a stale layout comes into view
     });
     adopt(here);
   }
@@ -241,7 +242,7 @@
    *  ends, say: kernel.js's heartbeat), with a button that starts a fresh one; or no longer. */
   function showHung(here, hung) {
     here.widgets.forEach((w) => {
-      let note = part(w, ".tw-hung");
+      let note = w.querySelector(".tw-hung");
       if (!hung) return note && note.remove();
       if (note) return;
       note = document.createElement("p");
@@ -257,7 +258,7 @@
         restart();
       });
       note.append(`${TEXT.hung} `, again);
-      part(w, ".tw-status").after(note);
+      part(w, CLASS.STATUS).after(note);
     });
   }
 
@@ -302,7 +303,7 @@
     }
     here.unsubscribe();
     showHung(here, false);
-    here.kernel = tw.kernel.restart(JSON.parse(document.getElementById("tw-config").dataset.config));
+    here.kernel = tw.kernel.restart(JSON.parse(document.getElementById(ID.CONFIG).dataset[DATA.CONFIG]));
     here.rerun = true; // its figures came from the stopped worker (a retrained model, say)
     if (tw.codepanel) tw.codepanel.renew(); // what an open panel shows is the old worker's answer
     adopt(here);

@@ -30,6 +30,7 @@
   }
 
   class Kernel {
+    /** @param {TWSiteConfig} config */
     constructor(config) {
       this.sha256 = config.sha256;
       this.failure = null; // a BootError once booting failed
@@ -207,6 +208,7 @@
   let current = null;
 
   /** The visit's kernel for this site config: the running one if it serves the same bundle. */
+  /** @param {TWSiteConfig} config */
   function get(config) {
     if (current && current.sha256 === config.sha256 && !current.failure) return current;
     if (current) current.terminate();
@@ -215,6 +217,7 @@
   }
 
   /** Stop whatever Python is doing (a long-running edit): a fresh worker for the same bundle. */
+  /** @param {TWSiteConfig} config */
   function restart(config) {
     const stopped = current;
     current = null;
@@ -283,6 +286,6 @@
   }
 
   // From <head> on a widget page (the build adds data-config): boot now, while the page parses.
-  const config = document.currentScript.dataset.config;
+  const config = document.currentScript.dataset[P.DOM.DATA.CONFIG];
   if (config && supported()) deferSearch(get(JSON.parse(config)).ready);
 })();

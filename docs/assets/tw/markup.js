@@ -18,8 +18,9 @@
   const MAX_CHARS = 512 * 1024;
 
   function options() {
-    const el = document.getElementById("tw-config");
-    const text = el ? el.dataset.config : "{}";
+    const { DATA, ID } = tw.protocol.DOM;
+    const el = document.getElementById(ID.CONFIG);
+    const text = el ? el.dataset[DATA.CONFIG] : "{}";
     if (!allowed || allowed[0] !== text) {
       const list = JSON.parse(text).markup || { tags: [], attributes: [], classes: [] };
       allowed = [text, {

@@ -130,7 +130,7 @@
   const idle = savingData ? offerToSave : precache;
   document.addEventListener("tw:idle", idle, { once: true });
   window.addEventListener("load", () => {
-    if (!document.querySelector(".tw-widget")) idle();
+    if (!document.querySelector(`.${tw.protocol.DOM.CLASS.WIDGET}`)) idle();
     else setTimeout(idle, 60000); // a page whose widgets never boot still gets its offline copy
   }, { once: true });
   // The kernel holds Pyodide's downloads until the service worker controls this page and its

@@ -28,6 +28,10 @@
 // page holds a drawing of each and shows the one its box fits (tw.css); RUN, EDITED and TRAIN
 // take the `layout` shown (figures.js), LAYOUT if absent, and the figure of their steps and
 // reply is drawn for it (echoed as `layout`).
+//
+// The page's side has its contract too: the warm-up's reply (WarmTask, WarmDone), the site
+// config the build writes into a widget page (SiteConfig), and `DOM`, the classes, `data-*`
+// names and ids that the build's HTML carries and the page's scripts look up (engine/dom.py).
 (function (scope) {
   "use strict";
   const tw = (scope.tw ||= /** @type {TW} */ ({}));
@@ -53,6 +57,52 @@
       TRAIN: "train",
       SOURCE: "source",
       EDITED: "edited",
+    }),
+    DOM: Object.freeze({
+      CLASS: Object.freeze({
+        WIDGET: "tw-widget",
+        HEAD: "tw-head",
+        TITLE: "tw-title",
+        STATUS: "tw-status",
+        PROGRESS: "tw-progress",
+        BODY: "tw-body",
+        CONTROLS: "tw-controls",
+        CONTROL: "tw-control",
+        FIGURE: "tw-figure",
+        VALUES: "tw-values",
+        TABLES: "tw-tables",
+        TRAIN: "tw-train",
+        TRAIN_START: "tw-train-start",
+        TRAIN_CANCEL: "tw-train-cancel",
+        TRAIN_PROGRESS: "tw-train-progress",
+        TRAIN_STATUS: "tw-train-status",
+        PARAMS: "tw-params",
+        LIVE: "tw-live",
+        FIXED: "tw-fixed",
+      }),
+      DATA: Object.freeze({
+        WIDGET: "widget",
+        INSTANCE: "instance",
+        STATE: "state",
+        PARAMS: "params",
+        AUTORUN: "autorun",
+        VALUE: "value",
+        LAYOUT: "layout",
+        GRID: "grid",
+        POSITIONS: "positions",
+        LABELS: "labels",
+        KIND: "kind",
+        JSON: "json",
+        LIVE: "live",
+        FIXED: "fixed",
+        CONFIG: "config",
+        ENABLED: "enabled",
+        EDITOR: "editor",
+      }),
+      ID: Object.freeze({
+        CONFIG: "tw-config",
+        CODE: "tw-code",
+      }),
     }),
   });
 })(self);

@@ -9,6 +9,7 @@
   "use strict";
   const tw = (window.tw ||= /** @type {TW} */ ({}));
   if (tw.trainer) return;
+  const { CLASS, DATA } = tw.protocol.DOM; // what the build's HTML carries (widgets_py/engine/dom.py)
   const TEXT = {
     done: (status) => `Entrenat al navegador: ${status}. Els widgets ja fan servir els pesos nous.`,
     cancelled: "Entrenament aturat; es mantenen els pesos d'abans.",
@@ -17,13 +18,13 @@
 
   /** Wire the widget's training block; returns {enable(), leave()} or null if it has none. */
   function setup(w, { kernel, onTrained, onStopped }) {
-    const block = w.querySelector(".tw-train");
+    const block = w.querySelector(`.${CLASS.TRAIN}`);
     if (!block) return null;
     const parts = {
-      start: block.querySelector(".tw-train-start"),
-      cancel: block.querySelector(".tw-train-cancel"),
-      bar: block.querySelector(".tw-train-progress"),
-      status: block.querySelector(".tw-train-status"),
+      start: block.querySelector(`.${CLASS.TRAIN_START}`),
+      cancel: block.querySelector(`.${CLASS.TRAIN_CANCEL}`),
+      bar: block.querySelector(`.${CLASS.TRAIN_PROGRESS}`),
+      status: block.querySelector(`.${CLASS.TRAIN_STATUS}`),
     };
     let running = null; // the pending training call
     let left = false; // the page was swapped for another: this block is no longer shown
@@ -43,7 +44,7 @@
     parts.start.addEventListener("click", async () => {
       show(true);
       const layout = tw.figures.shown(w);
-      running = kernel().call(tw.protocol.CALLS.TRAIN, { widget: w.dataset.widget, params: tw.readParams(w), layout }, step);
+      running = kernel().call(tw.protocol.CALLS.TRAIN, { widget: w.dataset[DATA.WIDGET], params: tw.readParams(w), layout }, step);
       try {
         const data = await running;
         show(false);

@@ -6,6 +6,7 @@
   "use strict";
   const tw = (window.tw ||= /** @type {TW} */ ({}));
   if (tw.readParams) return;
+  const { CLASS, DATA } = tw.protocol.DOM; // what the build's HTML carries (widgets_py/engine/dom.py)
   const TEXT = {
     copy: "Copia l'enllaç",
     copied: "Enllaç copiat",
@@ -27,7 +28,7 @@
   const MAX_VALUE = 24; // characters of a value shown in a note (a number that was clamped)
   const short = (/** @type {string} */ text) => (text.length > MAX_VALUE ? `${text.slice(0, MAX_VALUE - 1)}…` : text);
 
-  const controlsOf = (w) => [...w.querySelectorAll(".tw-controls [name]")];
+  const controlsOf = (w) => [...w.querySelectorAll(`.${CLASS.CONTROLS} [name]`)];
 
   /** fmt.number(n) for an integer (numbers.js): Catalan grouping by dots (1.234), a true minus sign. */
   const grouped = (/** @type {number} */ n) => tw.formatNumber(n, 0);
@@ -35,21 +36,21 @@
   /** A slider's positions: listed (data-positions, data-labels), or for a long run of
    *  integers (widget_html.is_grid) the grid [min, step, count] they are computed from. */
   const slider = {
-    grid: (el) => (el.dataset.grid ? JSON.parse(el.dataset.grid) : null),
+    grid: (el) => (el.dataset[DATA.GRID] ? JSON.parse(el.dataset[DATA.GRID]) : null),
     count(el) {
       const g = slider.grid(el);
-      return g ? g[2] : JSON.parse(el.dataset.positions).length;
+      return g ? g[2] : JSON.parse(el.dataset[DATA.POSITIONS]).length;
     },
     value(el, i) {
       const g = slider.grid(el);
-      return g ? g[0] + i * g[1] : JSON.parse(el.dataset.positions)[i];
+      return g ? g[0] + i * g[1] : JSON.parse(el.dataset[DATA.POSITIONS])[i];
     },
     label(el, i) {
-      return slider.grid(el) ? grouped(slider.value(el, i)) : JSON.parse(el.dataset.labels)[i];
+      return slider.grid(el) ? grouped(slider.value(el, i)) : JSON.parse(el.dataset[DATA.LABELS])[i];
     },
     nearest(el, number) {
       const g = slider.grid(el);
-      return tw.nearestIndex(g ? { grid: g } : JSON.parse(el.dataset.positions), number); // numbers.js
+      return tw.nearestIndex(g ? { grid: g } : JSON.parse(el.dataset[DATA.POSITIONS]), number); // numbers.js
     },
   };
 
@@ -58,7 +59,7 @@
     const params = {};
     controlsOf(w).forEach((el) => {
       if (el.type === "checkbox") params[el.name] = el.checked;
-      else if (el.type === "hidden") params[el.name] = JSON.parse(el.dataset.json); // fixed by the page
+      else if (el.type === "hidden") params[el.name] = JSON.parse(el.dataset[DATA.JSON]); // fixed by the page
       else if (el.type === "range") params[el.name] = slider.value(el, Number(el.value));
       else params[el.name] = el.value;
     });
@@ -67,7 +68,7 @@
 
   function showSlider(el) {
     const label = slider.label(el, Number(el.value));
-    const out = el.closest(".tw-control").querySelector("output");
+    const out = el.closest(`.${CLASS.CONTROL}`).querySelector("output");
     if (out) out.textContent = label;
     el.setAttribute("aria-valuetext", label);
   }
@@ -75,10 +76,10 @@
   /** The printed line of parameters (widget_html.params_line: controls are not printed),
    *  rewritten from the controls as the reader moves them. */
   function showParams(w) {
-    const line = w.querySelector(".tw-params");
+    const line = w.querySelector(`.${CLASS.PARAMS}`);
     if (!line) return;
     const parts = controlsOf(w).filter((el) => el.type !== "hidden").map((el) => {
-      const label = el.closest(".tw-control").querySelector("label").cloneNode(true);
+      const label = el.closest(`.${CLASS.CONTROL}`).querySelector("label").cloneNode(true);
       label.querySelectorAll("output, input").forEach((part) => part.remove()); // the name alone
       const name = label.textContent.trim();
       if (el.type === "checkbox") return `${name}: ${el.checked ? "sí" : "no"}`;
@@ -93,7 +94,7 @@
     const fixed = new Set(controlsOf(w).filter((el) => el.type === "hidden").map((el) => el.name));
     const pairs = Object.entries(params).filter(([k]) => !fixed.has(k)).map(([k, v]) => `${k}:${encodeURIComponent(v)}`);
     const url = new URL(location.href);
-    url.search = `?${encodeURIComponent(w.dataset.instance)}=${pairs.join(",")}`; // readable: ?roofline=batch:8,…
+    url.search = `?${encodeURIComponent(w.dataset[DATA.INSTANCE])}=${pairs.join(",")}`; // readable: ?roofline=batch:8,…
     url.hash = w.id;
     return url.href;
   }
@@ -110,7 +111,7 @@
       el.checked = value === "true";
     } else {
       // the number grammar of the CLI and the directives (numbers.js): no hex, spaces, '1e2' for an int
-      const number = tw.parseNumber(value, el.dataset.kind || "float");
+      const number = tw.parseNumber(value, el.dataset[DATA.KIND] || "float");
       if (number === null || !Number.isFinite(number)) return TEXT.dropped(name);
       const best = slider.nearest(el, number);
       el.value = String(best);
@@ -124,7 +125,7 @@
 
   /** Put the URL's values for this widget into its controls; null when the URL has none. */
   function applyUrlState(w) {
-    const raw = new URLSearchParams(location.search).get(w.dataset.instance);
+    const raw = new URLSearchParams(location.search).get(w.dataset[DATA.INSTANCE]);
     if (raw === null) return null;
     const notes = [];
     const seen = new Set();
@@ -159,7 +160,7 @@
       note.className = "tw-urlnote";
       note.setAttribute("role", "note");
       note.textContent = TEXT.urlNote(notes);
-      w.querySelector(".tw-head").after(note);
+      w.querySelector(`.${CLASS.HEAD}`).after(note);
     }
     return notes;
   }
@@ -181,7 +182,7 @@
         window.prompt(TEXT.copyShown, url); // no clipboard (insecure origin): show it to copy by hand
       }
     });
-    w.querySelector(".tw-controls").append(button);
+    w.querySelector(`.${CLASS.CONTROLS}`).append(button);
   }
 
   Object.assign(tw, { readParams, controlsOf, showSlider, showParams, applyUrlState, addCopyButton, linkFor, slider, grouped });

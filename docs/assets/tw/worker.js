@@ -59,8 +59,8 @@ async function warmUp() {
   try {
     for (;;) {
       await turn();
-      const task = parse(warm.advance());
-      if (task.done) return send({ type: P.WARM, failed: task.failed });
+      const task = /** @type {TWWarmTask | TWWarmDone} */ (parse(warm.advance()));
+      if (task.done === true) return send({ type: P.WARM, failed: task.failed });
     }
   } finally {
     warm.destroy();
