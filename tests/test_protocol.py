@@ -73,7 +73,7 @@ def test_worker_js_calls_only_the_listed_entries():
 
 def test_the_build_rehearses_every_entry_the_worker_calls():
     """browser.rehearse is the worker's call sequence written once (the build compiles what
-    it imports, build_hooks/bytecode.py): it calls every entry worker.js calls, and no other."""
+    it imports, build_hooks/runtime/bytecode.py): it calls every entry worker.js calls, and no other."""
     called = {node.func.id for node in ast.walk(ast.parse(inspect.getsource(browser.rehearse)))
               if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and hasattr(browser, node.func.id)}
     assert called == set(protocol.ENTRIES)

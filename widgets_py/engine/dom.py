@@ -1,5 +1,5 @@
 """The page's DOM contract, written once: the classes, `data-*` attributes and ids that the
-build's HTML carries (build_hooks/widget_html.py, widget_pages.py, codepanel.py) and the
+build's HTML carries (build_hooks/pages/: widget_html.py, prerender.py, codepanel.py) and the
 page's scripts look up (host.js, url-state.js, trainer.js, figures.js, codepanel.js,
 markup.js, kernel.js, offline.js). protocol.py generates them into protocol.js
 (`tw.protocol.DOM`) and protocol.d.ts as it does the messages, so a script names

@@ -1,8 +1,8 @@
 """Training the mini-GPT: random windows of the corpus, AdamW, a schedule, a held-out loss.
 
-Deterministic from a seed; `train` reports (step, loss) through a callback and stops
-early when `should_stop()` says so. The browser does not call it: its trainer (trainer.py)
-takes steps one stage at a time, and cancelling is not asking for the next.
+Deterministic from a seed; `train` reports (step, loss) through a callback (`./dev train`).
+The browser does not call it: its trainer (engine/trainer.py) takes `steps` a few at a time,
+and cancelling is not asking for the next.
 """
 
 from __future__ import annotations
@@ -94,15 +94,12 @@ def steps(cfg: gpt.GPTConfig, tc: TrainConfig, data: np.ndarray, init: dict | No
 
 
 def train(cfg: gpt.GPTConfig, tc: TrainConfig, data: np.ndarray,
-          progress: Callable[[int, float], None] | None = None,
-          should_stop: Callable[[], bool] | None = None) -> tuple[dict, list[float]]:
+          progress: Callable[[int, float], None] | None = None) -> tuple[dict, list[float]]:
     history, p = [], None
     for step, loss, p in steps(cfg, tc, data):
         history.append(loss)
         if progress:
             progress(step, loss)
-        if should_stop and should_stop():
-            break
     return p, history
 
 
