@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from build_hooks import codepanel, widget_html, widget_pages
+from build_hooks.pages import codepanel, prerender, widget_html
 from widgets_py.engine import dom, registry, svg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def test_the_build_writes_every_name():
             assert f" data-{d}=" in html, f"no data-{d}"
     page = type("Page", (), {"meta": {}, "url": "cap15/", "file": type("F", (), {"abs_src_path": None})()})()
     build = type("Build", (), {"editor": "assets/editor.js", "site_config": lambda self: {"sha256": "0"}})()
-    head = widget_pages.on_post_page("<title>x</title>" + html, page=page, config={}, build=build)
+    head = prerender.on_post_page("<title>x</title>" + html, page=page, config={}, build=build)
     assert re.search(rf'<script [^>]*data-{dom.Data.CONFIG}="[^"]+" id="{dom.Id.CONFIG}">', head)
     panel = codepanel.on_page_content(html, page=page, config={}, files=None, build=build)
     assert re.search(rf'<div id="{dom.Id.CODE}" hidden data-{dom.Data.ENABLED}="true" data-{dom.Data.EDITOR}="[^"]+">', panel)
@@ -68,7 +68,7 @@ def test_the_site_config_is_written_once_on_a_page_that_needs_python():
     build = type("Build", (), {"site_config": lambda self: {"sha256": "0"}})()
     for body, live in (('<div class="tw-widget" data-widget="x">', True), ('<span class="tw-live tw-wrap">', True),
                        ('<span class="tw-fixed">', True), ("<code>class=&quot;tw-widget&quot;</code>", False)):
-        out = widget_pages.on_post_page(f"<head><title>x</title></head><body>{body}</body>", page=page, config={}, build=build)
+        out = prerender.on_post_page(f"<head><title>x</title></head><body>{body}</body>", page=page, config={}, build=build)
         assert out.count(f"data-{dom.Data.CONFIG}=") == (1 if live else 0), body
 
 

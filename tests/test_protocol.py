@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typeguard import TypeCheckError, check_type
 
-from build_hooks import bundle
+from build_hooks.runtime import bundle
 from widgets_py.engine import browser, edits, protocol, registry
 from widgets_py.engine.session import Session
 
