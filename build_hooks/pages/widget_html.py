@@ -127,7 +127,7 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
 
 def is_live(html: str) -> bool:
     """Whether a page holds a widget or a value in prose: then it boots Python
-    (widget_pages.on_post_page) and says how its code panels behave (codepanel.py)."""
+    (prerender.on_post_page) and says how its code panels behave (codepanel.py)."""
     return any(f'class="{c}' in html for c in (C.WIDGET, C.LIVE, C.FIXED))
 
 
