@@ -7,6 +7,8 @@ import pytest
 from widgets_py import formatted, run
 from widgets_py.maths.serving import Setup, decode_step, step_time
 
+MiB = 1 << 20
+
 
 def test_seed_defaults():
     v = run("cost").values  # Llama 3 70B, 8 × H100 SXM, 8.192 tokens, 32 sequences, BF16, 10 % reserve, 3 $
@@ -223,7 +225,6 @@ def test_the_sequences_that_fit_worked_by_hand():
     assert run("cost").values["activations_gb"] == pytest.approx(activations / 1e9)
 
 
-MiB = 1 << 20
 # model, GPU, formats: the group's memory (nvidia-smi's totals), the weights (safetensors counts × bytes),
 # the profiling pass's activations (as above: per GPU the residual and its norm, the MLP's gate, up and
 # product split over the group, the sampled sequences' fp32 logits) and one sequence's cache, all copies
