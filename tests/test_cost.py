@@ -230,7 +230,8 @@ def test_the_sequences_that_fit_worked_by_hand():
 # product split over the group, the sampled sequences' fp32 logits) and one sequence's cache, all copies
 FITS_BY_HAND = [
     # Llama 3.1 70B on 4 H200 (143.771 MiB), FP8 weights and cache, 32 k tokens: 1 byte per K or V
-    ({"model": "llama-3.1-70b", "gpu": "h200", "n_gpus": 4, "context": 32768, "weight_format": "fp8", "kv_format": "fp8"},
+    ({"model": "llama-3.1-70b", "gpu": "h200", "n_gpus": 4, "context": 32768, "weight_format": "fp8",
+      "kv_format": "fp8"},
      4 * 143_771 * MiB, 70_553_706_496 * 1, 4 * (8192 * (2 * 8192 + 3 * 28672 // 4) * 2 + 1024 * 128_256 * 4),
      32768 * 2 * 8 * 128 * 80 * 1, 87),
     # Mixtral 8×7B on 8 H100, INT8 cache at 32 k: every expert resident, the pass's tokens through 2 of them

@@ -43,8 +43,8 @@ def test_the_bigram_baseline_scores_the_span_the_model_is_scored_on():
     alpha = min(tried, key=tried.get)
     assert alpha == 0.03 and sorted(tried.values())[1] - tried[alpha] > 1e-4  # a clear winner, not a tie
     for tokens in (n, 4096):  # the mini-GPT's span and the quantizer's
-        assert corpus.bigram_baseline(tokens) == pytest.approx(add_alpha_loss(train_text, heldout[:tokens + 1], v, alpha),
-                                                               rel=1e-12), tokens
+        by_hand = add_alpha_loss(train_text, heldout[:tokens + 1], v, alpha)
+        assert corpus.bigram_baseline(tokens) == pytest.approx(by_hand, rel=1e-12), tokens
     assert corpus.bigram_baseline(4096) != corpus.bigram_baseline(n)  # another span, another number
 
 
