@@ -7,6 +7,8 @@ import pytest
 from widgets_py import formatted, run
 from widgets_py.maths.serving import Setup, decode_step, step_time
 
+MiB = 1 << 20
+
 
 def test_seed_defaults():
     v = run("cost").values  # Llama 3 70B, 8 × H100 SXM, 8.192 tokens, 32 sequences, BF16, 10 % reserve, 3 $
@@ -209,7 +211,6 @@ def test_the_sequences_that_fit_worked_by_hand():
     """vLLM sizes its cache after one profiling pass (gpu_worker.determine_available_memory): of
     gpu_memory_utilization (0,9) × the memory, the weights and the pass's peak activations go first.
     Every factor written out; none taken from the widgets' modules."""
-    MiB = 1 << 20
     memory = 8 * 81_559 * MiB  # nvidia-smi's total of an H100 80 GB, 8 of them
     weights = 70_553_706_496 * 2  # Llama 3 70B's parameters (safetensors count) in BF16
     # the profiling pass: vLLM's budget on an H100 for an API server, 8.192 tokens and 1.024 sequences
@@ -224,11 +225,40 @@ def test_the_sequences_that_fit_worked_by_hand():
     assert run("cost").values["activations_gb"] == pytest.approx(activations / 1e9)
 
 
-def test_the_calculator_and_the_frontier_agree_on_what_fits():
-    for setup in ({}, {"model": "mixtral-8x7b", "context": 32768}, {"gpu": "h200", "n_gpus": 4},
-                  {"model": "llama-3.1-70b", "context": 131072}, {"gpu": "l4", "model": "llama-3-8b", "n_gpus": 1}):
-        frontier_setup = {k: v for k, v in setup.items() if k != "context" or v <= 131072}
-        assert run("cost", setup).values["sequences_fit"] == run("frontier", frontier_setup).values["fit_batch"], setup
+# model, GPU, formats: the group's memory (nvidia-smi's totals), the weights (safetensors counts × bytes),
+# the profiling pass's activations (as above: per GPU the residual and its norm, the MLP's gate, up and
+# product split over the group, the sampled sequences' fp32 logits) and one sequence's cache, all copies
+FITS_BY_HAND = [
+    # Llama 3.1 70B on 4 H200 (143.771 MiB), FP8 weights and cache, 32 k tokens: 1 byte per K or V
+    ({"model": "llama-3.1-70b", "gpu": "h200", "n_gpus": 4, "context": 32768, "weight_format": "fp8",
+      "kv_format": "fp8"},
+     4 * 143_771 * MiB, 70_553_706_496 * 1, 4 * (8192 * (2 * 8192 + 3 * 28672 // 4) * 2 + 1024 * 128_256 * 4),
+     32768 * 2 * 8 * 128 * 80 * 1, 87),
+    # Mixtral 8×7B on 8 H100, INT8 cache at 32 k: every expert resident, the pass's tokens through 2 of them
+    ({"model": "mixtral-8x7b", "context": 32768, "kv_format": "int8"},
+     8 * 81_559 * MiB, 46_702_792_704 * 2, 8 * (8192 * (2 * 4096 + 3 * 2 * 14336 // 8) * 2 + 1024 * 32_000 * 4),
+     32768 * 2 * 8 * 128 * 32 * 1, 241),
+    # Llama 3 8B on one L4 (23.034 MiB), INT4 weights: under 70 GiB vLLM profiles 2.048 tokens and 256 sequences
+    ({"model": "llama-3-8b", "gpu": "l4", "n_gpus": 1, "weight_format": "int4"},
+     23_034 * MiB, 8_030_261_248 * 0.5, 2048 * (2 * 4096 + 3 * 14336) * 2 + 256 * 128_256 * 4,
+     8192 * 2 * 8 * 128 * 32 * 2, 16),
+    # Llama 3 70B on 16 H100: each of the 8 KV heads on 2 GPUs, so every sequence's cache is held twice
+    ({"n_gpus": 16},
+     16 * 81_559 * MiB, 70_553_706_496 * 2, 16 * (8192 * (2 * 8192 + 3 * 28672 // 16) * 2 + 1024 * 128_256 * 4),
+     8192 * 2 * 8 * 128 * 80 * 2 * 2, 200),
+]
+
+
+@pytest.mark.parametrize("setup, memory, weights, activations, cache, fit", FITS_BY_HAND,
+                         ids=("h200-fp8", "mixtral-int8-cache", "l4-int4", "16-gpus"))
+def test_the_calculator_and_the_frontier_report_the_sequences_that_fit_by_hand(setup, memory, weights, activations,
+                                                                               cache, fit):
+    """vLLM's rule (0,9 of the memory, less the weights and the pass's activations, over one
+    sequence's cache) worked by hand for other models, GPUs and formats: both widgets report it."""
+    assert math.floor((0.9 * memory - weights - activations) / cache) == fit
+    assert run("cost", setup).values["sequences_fit"] == fit
+    assert run("frontier", setup).values["fit_batch"] == fit
+    assert run("cost", setup).values["activations_gb"] == pytest.approx(activations / 1e9)
 
 
 def test_a_larger_reserve_fits_fewer_sequences_and_fits_means_they_fit():
