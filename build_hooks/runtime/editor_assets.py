@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .. import cache
-from .assets import AssetError, sha256
+from .assets import AssetError, progress, sha256
 
 ENTRY = Path(__file__).with_name("editor") / "entry.js"
 SITE_DIR = "assets/tw/editor/"  # in the built site: codemirror-<hash>.js
@@ -65,10 +65,6 @@ export default {
   output: { file: "editor.js", format: "iife", name: "twEditor", generatedCode: "es2015" },
 };
 """
-
-
-def progress(message: str) -> None:
-    print(f"textbook: {message}", file=sys.stderr, flush=True)  # a slow first build never looks stuck
 
 
 def _name(spec: str) -> str:
