@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import reader_code
+from . import fmt, reader_code
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")  # a registry key, used in Markdown and in data-exercise
 
@@ -158,8 +158,10 @@ def which(case: Case) -> str:
 
 def shown(value: Any) -> str:
     """A value as the reader's Python would write it (code, so a decimal point), short."""
-    if isinstance(value, np.ndarray):
-        return np.array2string(value, precision=6, threshold=12, separator=", ")
+    if isinstance(value, np.ndarray):  # as the reader would type it back, on one line
+        text = np.array2string(value, threshold=12, separator=", ", max_line_width=10**6,
+                               formatter={"float_kind": lambda x: f"{x:.6g}"})
+        return f"np.array({' '.join(text.split())})"
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.10g}"
     text = repr(value.item() if isinstance(value, np.generic) else value)
@@ -201,8 +203,17 @@ def _real(expected: float, got: float, rtol: float, atol: float) -> str | None:
         return f"s'esperava {shown(expected)} i ha tornat {shown(got)} (una divisió per zero?)"
     if abs(got - expected) <= max(rtol * abs(expected), atol):
         return None
-    off = f" (un {abs(got - expected) / abs(expected):.3g} relatiu de diferència)" if expected else ""
-    return f"s'esperava {shown(expected)} i ha tornat {shown(got)}{off}"
+    return f"s'esperava {shown(expected)} i ha tornat {shown(got)}{relative(expected, got)}"
+
+
+def relative(expected: float, got: float) -> str:
+    """The relative difference as a Catalan clause: how far off, when a float is."""
+    if not expected:
+        return ""
+    off = abs(got - expected) / abs(expected)
+    if off < 1e-3:
+        return " (una diferència relativa inferior al 0,1 %, però més gran que la tolerància)"
+    return f" (una diferència relativa del {fmt.percent(off, 1)})"
 
 
 def _array(expected: np.ndarray, got: Any, rtol: float, atol: float) -> str | None:
