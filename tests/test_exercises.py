@@ -5,6 +5,8 @@ tested in the browser; the directive and the build's proof in test_exercise_dire
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -216,3 +218,42 @@ def test_the_proof_refuses_a_starter_that_passes_and_a_reference_that_fails():
     assert "referència no passa" in replace(e, reference=lambda alpha, gamma: float("nan")).proof()
     assert "referència falla" in replace(e, reference=lambda alpha, gamma: 1 / 0).proof()
     assert "solució no passa" in replace(e, solution=e.starter).proof()
+
+
+# ---- the page: the directive, the static HTML, the build's proof -------------------------
+
+class Config:
+    """The part of a MkDocs config the statement's rendering reads."""
+    markdown_extensions = ["attr_list", "md_in_html", "tables", "toc", "pymdownx.superfences"]
+    mdx_configs: dict = {}
+
+
+@pytest.mark.parametrize("name", CHAPTER)
+def test_the_static_html_shows_the_statement_and_the_starter_and_hides_the_rest(name):
+    from html import unescape
+
+    from build_hooks.pages import exercises
+
+    e = ex(name)
+    html = exercises.html(name, Config())
+    assert html.startswith(f'<div class="tw-exercise" id="tw-ex-{name}" data-exercise="{name}">')
+    assert f"<code>{e.function}(" in html and "<p>" in html  # the statement, rendered
+    assert f'<pre class="tw-exercise-starter"><code class="language-python">' in html
+    text = re.sub(r"<[^>]+>", "", unescape(html))  # what a reader (and the search index) reads
+    assert e.starter in text
+    solution_only = [line.strip() for line in e.solution.splitlines() if line.strip() and line.strip() not in e.starter]
+    hints = [re.sub(r"[*`]", "", hint)[:40] for hint in e.hints]  # as Markdown would render them
+    assert solution_only and all(part not in text for part in solution_only + hints)
+
+
+def test_the_directive_stands_alone_and_names_itself_when_misspelt():
+    from build_hooks.pages import directives
+
+    [d] = directives.scan("# P\n\n<!-- md:exercise kv_bytes -->\n")
+    assert (d.kind, d.args, d.line) == ("exercise", "kv_bytes", 3)
+    for text, words in (("Text <!-- md:exercise kv_bytes -->\n", "sol a la seva línia"),
+                        ("<!-- md:exercice kv_bytes -->\n", "md:exercise"),
+                        ("<!-- md:exercise  -->\n", "buida")):
+        with pytest.raises(directives.DirectiveError, match=words) as refused:
+            directives.scan("# P\n\n" + text)
+        assert refused.value.line == 3
