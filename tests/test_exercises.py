@@ -257,3 +257,92 @@ def test_the_directive_stands_alone_and_names_itself_when_misspelt():
         with pytest.raises(directives.DirectiveError, match=words) as refused:
             directives.scan("# P\n\n" + text)
         assert refused.value.line == 3
+
+
+def _build(tmp_path, body: str, exercise: str | None = None):
+    """A one-page project with the book's hooks (test_directives._project), and `exercise`, the
+    text of a module, as the one module of an extra chapter, widgets_py/cap97/ex_prova.py."""
+    import subprocess
+
+    from conftest import ROOT, generator
+    from test_directives import _project
+
+    if exercise is None:
+        return _project(tmp_path, body)
+    project = tmp_path / "project"
+    package = project / "widgets_py"
+    (package / "cap97").mkdir(parents=True)
+    for part in (ROOT / "widgets_py").iterdir():
+        if part.name != "__pycache__":
+            (package / part.name).symlink_to(part)
+    (package / "cap97" / "__init__.py").write_text('"""A chapter with one exercise."""\n')
+    (package / "cap97" / "ex_prova.py").write_text(exercise)
+    (project / "docs").mkdir()
+    (project / "docs" / "index.md").write_text(body)
+    for part in ("build_hooks", "includes", "overrides"):
+        (project / part).symlink_to(ROOT / part)
+    config = (ROOT / "mkdocs.yml").read_text()
+    (project / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\n")
+    done = subprocess.run(generator.build_command(tmp_path / "site"), cwd=project, capture_output=True, text=True,
+                          timeout=300)
+    return done, tmp_path / "site" / "index.html"
+
+
+PROVA = '''"""An exercise the build must refuse."""
+
+from ..engine.exercise import Exercise
+
+
+def reference(alpha, gamma):
+    return REFERENCE
+
+
+EXERCISE = Exercise(
+    name="prova", title="Prova", statement="Prova.", function="f",
+    starter="def f(alpha, gamma):\\n    return STARTER\\n", solution="def f(alpha, gamma):\\n    return 1.0\\n",
+    hints=("Cap.",), reference=reference, examples=({"alpha": 0.5, "gamma": 1},),
+    draw=lambda rng: {"alpha": float(rng.random()), "gamma": 2},
+)
+'''
+PROVA_LINE = PROVA.split("\n").index("EXERCISE = Exercise(") + 1
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("reference, starter, words", [
+    ('float("nan")', "0.0", ["referència no passa", "NaN"]),
+    ("1.0", "1.0", ["codi inicial ja passa"]),
+], ids=["a reference that fails", "a starter that passes"])
+def test_the_build_stops_at_an_exercise_it_cannot_prove(tmp_path, reference, starter, words):
+    module = PROVA.replace("return REFERENCE", f"return {reference}").replace("return STARTER", f"return {starter}")
+    done, _ = _build(tmp_path, "# Proves\n\nText.\n", module)
+    assert done.returncode != 0, "the build accepted it"
+    message = next((l for l in done.stderr.splitlines() if "ex_prova.py:" in l), "")
+    assert f"widgets_py/cap97/ex_prova.py:{PROVA_LINE}: l'exercici 'prova' no es pot publicar" in message, done.stderr[-1500:]
+    assert all(w in message for w in words), message
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("body, line, words", [
+    ("Text.\n\n<!-- md:exercise kv_bites -->\n", 5, ["exercici desconegut 'kv_bites'", "kv_bytes"]),
+    ("<!-- md:exercise kv_bytes -->\n\nText.\n\n<!-- md:exercise kv_bytes -->\n", 7,
+     ["'kv_bytes' ja és en aquesta pàgina, a la línia 3"]),
+    ("<!-- md:exercise kv_bytes seed=3 -->\n", 3, ["no pren paràmetres"]),
+], ids=["unknown", "repeated", "parameters"])
+def test_a_misplaced_exercise_stops_the_build_at_its_line(tmp_path, body, line, words):
+    done, _ = _build(tmp_path, "# Proves\n\n" + body)
+    assert done.returncode != 0, "the build accepted it"
+    message = next((l for l in done.stderr.splitlines() if "index.md:" in l), "")
+    assert f"index.md:{line}:" in message and all(w in message for w in words), done.stderr[-1500:]
+
+
+@pytest.mark.build
+def test_a_placed_exercise_is_in_the_page_and_its_solution_is_not_in_the_search_index(tmp_path):
+    e = ex("kv_bytes")
+    done, page = _build(tmp_path, "# Proves\n\n!!! example \"Practica\"\n\n    <!-- md:exercise kv_bytes -->\n")
+    assert done.returncode == 0, done.stderr[-1500:]
+    html = page.read_text()
+    assert html.count('data-exercise="kv_bytes"') == 1 and "md:exercise" not in html
+    assert "<code>kv_cache_bytes(n_layers, n_heads, n_kv_heads, d_head, cache, tokens, batch)</code>" in html
+    index = (page.parent / "search" / "search_index.json").read_text()
+    assert "kv_cache_bytes" in index  # the statement is searchable
+    assert "n_layers * n_kv_heads" not in html + index and "K i V dels caps de" not in html + index
