@@ -170,6 +170,13 @@ def test_an_answer_that_modifies_its_arguments_does_not_change_the_expected_valu
     assert ex("sampling_chain").check(code).verdict == "pass"
 
 
+def test_a_verdict_is_plain_data_for_the_page():
+    import json
+
+    verdict = ex("kv_bytes").check(ex("kv_bytes").starter).to_dict()
+    assert json.loads(json.dumps(verdict)) == verdict and verdict["verdict"] == "fail" and verdict["hidden"] is False
+
+
 def test_an_interrupt_is_the_pages_not_a_verdict():
     """The page stops a run that takes too long (Pyodide's interrupt: KeyboardInterrupt): it is
     not graded as the reader's error, it reaches the worker, which answers `timeout`."""

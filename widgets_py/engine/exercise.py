@@ -120,11 +120,11 @@ class Exercise:
                 raise
             except BaseException as exc:  # noqa: BLE001
                 error = reader_code.failure(exc, self.filename)
-                return Verdict("error", f"{which(case)} `{call}` ha fallat: {said(error)}", i, len(cases),
-                               call, case.hidden, shown(expected), line=error["line"])
+                return Verdict("error", f"Amb {which(case)} `{call}`, la funció ha fallat: {said(error)}", i,
+                               len(cases), call, case.hidden, shown(expected), line=error["line"])
             reason = mismatch(expected, got, self.rtol, self.atol)
             if reason is not None:
-                return Verdict("fail", f"{which(case)} `{call}`: {reason}", i, len(cases), call, case.hidden,
+                return Verdict("fail", f"Amb {which(case)} `{call}`, {reason}.", i, len(cases), call, case.hidden,
                                shown(expected), shown(got))
         return Verdict("pass", f"Correcte: la funció dona el resultat esperat en els {len(cases)} casos "
                                f"({len(self.examples)} d'exemple i {self.hidden} d'amagats).", len(cases), len(cases))
@@ -156,7 +156,7 @@ def said(error: dict) -> str:
 
 
 def which(case: Case) -> str:
-    return "En un cas amagat," if case.hidden else "En l'exemple"
+    return "un cas amagat" if case.hidden else "l'exemple"
 
 
 def shown(value: Any) -> str:
