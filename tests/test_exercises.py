@@ -324,7 +324,8 @@ def test_the_build_stops_at_an_exercise_it_cannot_prove(tmp_path, reference, sta
     done, _ = _build(tmp_path, "# Proves\n\nText.\n", module)
     assert done.returncode != 0, "the build accepted it"
     message = next((l for l in done.stderr.splitlines() if "ex_prova.py:" in l), "")
-    assert f"widgets_py/cap97/ex_prova.py:{PROVA_LINE}: l'exercici 'prova' no es pot publicar" in message, done.stderr[-1500:]
+    where = f"widgets_py/cap97/ex_prova.py:{PROVA_LINE}: l'exercici 'prova' no es pot publicar"
+    assert where in message, done.stderr[-1500:]
     assert all(w in message for w in words), message
 
 

@@ -151,7 +151,8 @@ def on_page_content(html: str, *, page, config, files, build) -> str:
     for i, (rendered, line) in enumerate(slots):
         tag = SLOT.format(i)
         if tag not in html:  # Markdown made it code: indented 4 spaces outside a list or an admonition
-            raise PluginError(f"{directives.source(page)}:{line}: md:widget o md:exercise convertit en codi per Markdown "
+            raise PluginError(f"{directives.source(page)}:{line}: md:widget o md:exercise convertit en codi "
+                              "per Markdown "
                               f"(sagnat 4 espais fora d'una llista o d'un avís?); {ALLOWED}")
         html = html.replace(f"<p>{tag}</p>", rendered).replace(tag, rendered)
     return html

@@ -84,7 +84,8 @@ EXERCISE = Exercise(
     starter=STARTER,
     solution=SOLUTION,
     hints=("El cache guarda K i V dels caps de **KV**, no dels de consulta: amb GQA en són menys.",
-           "Per token: 2 (K i V) × capes × caps de KV × `d_head` × bytes per nombre; després, × tokens × seqüències."),
+           "Per token: 2 (K i V) × capes × caps de KV × `d_head` × bytes per nombre; després, × tokens × "
+           "seqüències."),
     reference=cache_bytes,
     examples=(EXAMPLE, case("llama-3-8b", "fp8", 4096, 16), case("gpt2-xl", "fp32", 1024, 2)),
     draw=draw,
