@@ -40,7 +40,7 @@ columna és més curt. Per a cada grup:
 1. l'escala és el valor absolut màxim del grup dividit per {INT_TOP["int4"]}, desada en BF16
    (arrodonida amb la funció `bf16` del codi inicial); si tot el grup és 0, l'escala és 1;
 2. cada pes es divideix per l'escala, s'arrodoneix a l'enter més proper (`np.round`) i es
-   limita a −{INT_TOP["int4"]}..{INT_TOP["int4"]};
+   limita a l'interval de −{INT_TOP["int4"]} a {INT_TOP["int4"]};
 3. el pes que fa servir el model és aquest enter per l'escala.
 
 Escriu `int4_error(w, group)`, que torni un array de la mateixa forma que `w` amb l'error de cada
