@@ -83,6 +83,16 @@ def test_chapter_15_has_its_exercises():
 
 
 @pytest.mark.parametrize("name", CHAPTER)
+def test_an_exercise_is_found_where_it_is_declared(name):
+    """The build's errors send its author to the `EXERCISE =` line of its module."""
+    from conftest import ROOT
+
+    where, line = registry.declared_at(name)
+    assert (ROOT / where).read_text().splitlines()[line - 1].startswith("EXERCISE = Exercise(")
+    assert registry.exercise(name).name == name
+
+
+@pytest.mark.parametrize("name", CHAPTER)
 def test_the_build_proof_holds(name):
     assert ex(name).proof() is None
 
