@@ -8,8 +8,8 @@
 Exactly one space after `<!--` and before `-->`, on one line. Anything else outside code
 that looks like a directive (`<!-- md:…`, `md:widget`, `md:value`) is an error, never
 silently left as a comment: a typo (`md:widgte`), a missing space, an unclosed or empty
-directive, a widget or an exercise in the middle of a line. Keys appear once. `prerender` does the
-placing; this module only reads and refuses.
+directive, a widget or an exercise in the middle of a line. Keys appear once. `prerender`
+does the placing; this module only reads and refuses.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ OTHERS = ("glossari", "quiz", "end-quiz", "question", "option", "model", "why")
 OTHER = re.compile(r"<!-- md:(?:" + "|".join(map(re.escape, OTHERS)) + r")(?: [^\n]*?)? -->")
 LOOKALIKE = re.compile(r"<!--\s*md\s*:|\bmd:(?:" + "|".join(KINDS) + r")\b", re.I)  # anything resembling one
 ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")  # an instance id: safe in id, for and data-* as written
-ALLOWED = ("permès: '<!-- md:widget NOM clau=valor … -->' o '<!-- md:exercise NOM -->' sols a la seva línia, o "
-           "'<!-- md:value INSTÀNCIA.VALOR clau=valor … -->', amb un espai després de '<!--' i abans de '-->'")
+ALLOWED = ("permès: '<!-- md:widget NOM clau=valor … -->' o '<!-- md:exercise NOM -->' sols a la seva línia, "
+           "o '<!-- md:value INSTÀNCIA.VALOR clau=valor … -->', amb un espai després de '<!--' i abans de '-->'")
 
 
 class DirectiveError(ParamError):
