@@ -364,3 +364,22 @@ def test_a_placed_exercise_is_in_the_page_and_its_solution_is_not_in_the_search_
     index = (page.parent / "search" / "search_index.json").read_text()
     assert "kv_cache_bytes" in index  # the statement is searchable
     assert "n_layers * n_kv_heads" not in html + index and "K i V dels caps de" not in html + index
+
+
+def test_an_exercise_answers_what_the_chapter_s_widget_shows():
+    """The reference is the chapter's own code: at a widget's setting, the exercise's answer is
+    the number on the page (the roofline's ceiling and cache, the cost of a request)."""
+    from widgets_py.cap15 import ex_decode_ceiling, ex_kv_bytes
+
+    _, roofline = registry.compute("roofline", {"model": "llama-3-70b", "gpu": "h100-80gb", "weight_format": "bf16",
+                                                "prompt_tokens": 8192})
+    ceiling = ex("decode_ceiling").reference(**ex_decode_ceiling.case("llama-3-70b", "h100-80gb", "bf16"))
+    assert ceiling == pytest.approx(roofline["decode_tps_weights"], rel=1e-12)
+    cache = ex("kv_bytes").reference(**ex_kv_bytes.case("llama-3-70b", "bf16", 8192, 1))
+    assert cache / 1e9 == pytest.approx(roofline["kv_prompt_gb"], rel=1e-12)
+    setting = {"model": "llama-3-70b", "gpu": "h100-80gb", "n_gpus": 4, "context": 8192, "concurrency": 32,
+               "price": 3.0, "prompt": 2000, "answer": 500}
+    _, cost = registry.compute("cost", setting)
+    dollars = ex("request_cost").reference(prefill_s=cost["prefill_s"], step_s=cost["decode_s"] / 500 * 32, answer=500,
+                                           concurrency=32, dollars_per_hour=3.0 * 4)
+    assert dollars == pytest.approx(cost["request_dollars"], rel=1e-12)
