@@ -23,7 +23,7 @@ from widgets_py import run
 from widgets_py.engine import session
 from widgets_py.maths import gpt, pretrained
 from widgets_py.cap15.speculative import MARKS, PARAMS, PROMPT_CHARS, GPTModel, prompt_tokens, speculate, target_alone
-from widgets_py.maths.decoding import draw, probs
+from widgets_py.maths.decoding import draw, probs, tokens_per_pass
 
 # ---- models to plug in -----------------------------------------------------------------
 
@@ -241,8 +241,15 @@ def test_tokens_per_target_pass_follow_leviathan(gamma, coupling):
     values = np.arange(1, gamma + 2)
     mean, var = (law * values).sum(), (law * values**2).sum() - (law * values).sum() ** 2
     assert mean == pytest.approx((1 - alpha ** (gamma + 1)) / (1 - alpha))
+    assert tokens_per_pass(alpha, gamma) == pytest.approx(mean)  # the chapter's formula, which its exercise checks against
     assert abs(emitted.mean() - mean) < 4 * math.sqrt(var / len(emitted)), (emitted.mean(), mean)
     assert set(emitted) <= set(values.tolist())
+
+
+def test_tokens_per_pass_at_the_ends():
+    """No proposal kept: the target's own token alone; every one kept: γ and the bonus."""
+    assert tokens_per_pass(0.0, 5) == 1.0 and tokens_per_pass(1.0, 5) == 6.0
+    assert tokens_per_pass(1.0 - 1e-12, 5) == pytest.approx(6.0, rel=1e-6)  # the closed form's limit
 
 
 def test_rejection_accepts_more_than_exact_on_unigrams():

@@ -3,12 +3,13 @@
     <!-- md:widget NAME key=value ... -->      alone on its line (indented inside a list
                                                item or an admonition is fine)
     <!-- md:value INSTANCE.VALUE key=value ... -->   anywhere in a line of prose
+    <!-- md:exercise NAME -->                  alone on its line, as a widget; no parameters
 
 Exactly one space after `<!--` and before `-->`, on one line. Anything else outside code
 that looks like a directive (`<!-- md:…`, `md:widget`, `md:value`) is an error, never
 silently left as a comment: a typo (`md:widgte`), a missing space, an unclosed or empty
-directive, a widget in the middle of a line. Keys appear once. `prerender` does the
-placing; this module only reads and refuses.
+directive, a widget or an exercise in the middle of a line. Keys appear once. `prerender`
+does the placing; this module only reads and refuses.
 """
 
 from __future__ import annotations
@@ -22,15 +23,17 @@ from pathlib import Path
 from widgets_py.engine.params import Param, ParamError, pairs
 
 CODE = re.compile(r"(^(```|~~~).*?^\2[ \t]*$|`[^`\n]+`)", re.M | re.S)  # fenced blocks, code spans
-DIRECTIVE = re.compile(r"<!-- md:(widget|value) (\S[^\n]*?) -->")  # the only accepted form
+KINDS = ("widget", "value", "exercise")
+ALONE = ("widget", "exercise")  # kinds that stand alone on their line (they become a block)
+DIRECTIVE = re.compile(r"<!-- md:(" + "|".join(KINDS) + r") (\S[^\n]*?) -->")  # the only accepted form
 # directives other hook modules own and check themselves (glossary.py, quiz.py), in the same
 # well-spaced form; a new one is added here so that misspelt ones are still caught
 OTHERS = ("glossari", "quiz", "end-quiz", "question", "option", "model", "why")
 OTHER = re.compile(r"<!-- md:(?:" + "|".join(map(re.escape, OTHERS)) + r")(?: [^\n]*?)? -->")
-LOOKALIKE = re.compile(r"<!--\s*md\s*:|\bmd:(?:widget|value)\b", re.I)  # anything resembling one
+LOOKALIKE = re.compile(r"<!--\s*md\s*:|\bmd:(?:" + "|".join(KINDS) + r")\b", re.I)  # anything resembling one
 ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")  # an instance id: safe in id, for and data-* as written
-ALLOWED = ("permès: '<!-- md:widget NOM clau=valor … -->' sol a la seva línia, o "
-           "'<!-- md:value INSTÀNCIA.VALOR clau=valor … -->', amb un espai després de '<!--' i abans de '-->'")
+ALLOWED = ("permès: '<!-- md:widget NOM clau=valor … -->' o '<!-- md:exercise NOM -->' sols a la seva línia, "
+           "o '<!-- md:value INSTÀNCIA.VALOR clau=valor … -->', amb un espai després de '<!--' i abans de '-->'")
 
 
 class DirectiveError(ParamError):
@@ -43,14 +46,14 @@ class DirectiveError(ParamError):
 
 @dataclass(frozen=True)
 class Directive:
-    kind: str  # 'widget' or 'value'
+    kind: str  # 'widget', 'value' or 'exercise'
     args: str  # what follows `md:KIND `
     start: int  # span of the comment in the page's Markdown
     end: int
     line: int  # 1-based line in the source file (front matter counted)
-    line_start: int  # span of its whole line (a widget replaces the line)
+    line_start: int  # span of its whole line (a widget or an exercise replaces the line)
     line_end: int
-    indent: str  # the whitespace before a widget (kept: lists and admonitions)
+    indent: str  # the whitespace before a widget or an exercise (kept: lists and admonitions)
 
 
 def source(page) -> str:
@@ -92,9 +95,10 @@ def what_is_wrong(line_text: str) -> str:
     name = kind.group(1) if kind else ""
     if name in OTHERS:
         return f"directiva md:{name} mal escrita"
-    if name not in ("widget", "value"):
+    if name not in KINDS:
         others = ", ".join(f"md:{o}" for o in OTHERS)
-        return f"directiva desconeguda 'md:{name}' (permeses: md:widget, md:value; i, d'altres mòduls, {others})"
+        return (f"directiva desconeguda 'md:{name}' (permeses: {', '.join(f'md:{k}' for k in KINDS)}; "
+                f"i, d'altres mòduls, {others})")
     if "-->" not in line_text:
         return f"directiva md:{name} sense tancar a la mateixa línia"
     if re.match(rf"<!-- md:{name}\s*-->", line_text):
@@ -130,8 +134,8 @@ def scan(markdown: str, offset: int = 0) -> list[Directive]:
         line_end = markdown.find("\n", m.end())
         line_end = len(markdown) if line_end < 0 else line_end
         indent = markdown[line_start:m.start()]
-        if m.group(1) == "widget" and (indent.strip() or markdown[m.end():line_end].strip()):
-            raise DirectiveError("md:widget ha d'anar sol a la seva línia (pot anar sagnat dins d'una "
+        if m.group(1) in ALONE and (indent.strip() or markdown[m.end():line_end].strip()):
+            raise DirectiveError(f"md:{m.group(1)} ha d'anar sol a la seva línia (pot anar sagnat dins d'una "
                                  f"llista o d'un avís); {ALLOWED}", line_of(m.start()))
         out.append(Directive(m.group(1), m.group(2), m.start(), m.end(), line_of(m.start()),
                              line_start, line_end, indent))

@@ -4,6 +4,7 @@
                                                controls=a,b to show only those controls)
     <!-- md:value roofline.tpot_ms -->         a value of that instance, updated live
     <!-- md:value roofline.tpot_ms batch=1 --> a value at fixed parameters (not live)
+    <!-- md:exercise kv_bytes -->              an exercise (exercises.py), on its own line, once a page
 
 HTML comments, like mkdocs-material's own shortcodes, so an unprocessed page still reads.
 Directives inside code spans and fenced blocks are left as they are. Their grammar, and the
@@ -24,7 +25,7 @@ from widgets_py.engine import markup, registry
 from widgets_py.engine.dom import Data, Id
 from widgets_py.engine.params import ParamError
 
-from . import directives, reference
+from . import directives, exercises, reference
 from .directives import ALLOWED, DirectiveError, check_grid, check_id, split
 from .widget_html import is_live, live_number, widget
 
@@ -54,8 +55,9 @@ def failed_in_widget(exc: BaseException, frames: int = 3) -> str:
 
 
 def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
-    slots: list[tuple[str, int]] = []  # (widget HTML, source line), by slot number
+    slots: list[tuple[str, int]] = []  # (widget or exercise HTML, source line), by slot number
     instances: dict[str, tuple[str, dict, dict]] = {}  # id -> (widget, params, formatted values)
+    placed: dict[str, int] = {}  # exercise -> the line that placed it
 
     def place(d: directives.Directive) -> str:
         name, pairs = split(d.args)
@@ -77,6 +79,19 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
         instances[instance] = (name, params, registry.formatted(name, result.values))
         slots.append((widget(name, instance, params, result, shown), d.line))
         return f"\n{d.indent}{SLOT.format(len(slots) - 1)}\n"  # indented as written: lists, admonitions
+
+    def exercise(d: directives.Directive) -> str:
+        name, pairs = split(d.args)
+        if pairs:
+            raise ParamError(f"md:exercise {name}: un exercici no pren paràmetres ({', '.join(pairs)}); "
+                             "permès: '<!-- md:exercise NOM -->'")
+        registry.exercise(name)  # an unknown name: the exercises there are
+        if name in placed:
+            raise ParamError(f"l'exercici '{name}' ja és en aquesta pàgina, a la línia {placed[name]}; "
+                             "cada exercici hi va una sola vegada")
+        placed[name] = d.line
+        slots.append((exercises.html(name, config), d.line))
+        return f"\n{d.indent}{SLOT.format(len(slots) - 1)}\n"
 
     def value(d: directives.Directive) -> str:
         ref, pairs = split(d.args)
@@ -105,13 +120,14 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
     # follows it as one written after does (a page reads in any order).
     done: dict[int, str] = {}
     line = 0
+    handlers = {"widget": place, "exercise": exercise, "value": value}  # in this order
     try:
         found = directives.scan(markdown, directives.line_offset(page.file.abs_src_path, markdown))
-        for pending in ("widget", "value"):
+        for pending, handler in handlers.items():
             for i, d in enumerate(found):
                 if d.kind == pending:
                     line = d.line
-                    done[i] = place(d) if pending == "widget" else value(d)
+                    done[i] = handler(d)
     except DirectiveError as exc:
         raise PluginError(f"{directives.source(page)}:{exc.line}: {exc}") from None
     except ParamError as exc:  # the directive asked for something the widget does not offer
@@ -123,7 +139,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
         if d.kind == "value":
             out += [markdown[last:d.start], done[i]]
             last = d.end
-        else:  # a widget replaces its whole line
+        else:  # a widget or an exercise replaces its whole line
             out += [markdown[last:d.line_start], done[i]]
             last = d.line_end
     build.slots[page.file.src_uri] = slots
@@ -135,7 +151,8 @@ def on_page_content(html: str, *, page, config, files, build) -> str:
     for i, (rendered, line) in enumerate(slots):
         tag = SLOT.format(i)
         if tag not in html:  # Markdown made it code: indented 4 spaces outside a list or an admonition
-            raise PluginError(f"{directives.source(page)}:{line}: md:widget convertit en codi per Markdown "
+            raise PluginError(f"{directives.source(page)}:{line}: md:widget o md:exercise convertit en codi "
+                              "per Markdown "
                               f"(sagnat 4 espais fora d'una llista o d'un avís?); {ALLOWED}")
         html = html.replace(f"<p>{tag}</p>", rendered).replace(tag, rendered)
     return html

@@ -5,8 +5,9 @@ step of `serving` on a tensor-parallel group: the GPUs' FLOPs and bandwidths add
 two all-reduces per block over the GPUs' link (NVLink, PCIe, or the network past one node). A mixture-of-experts model stores all
 its experts; a decode step reads those its batch uses.
 
-The dollars (`request_cost`) charge each phase of a request the group-seconds it uses: the
-prefill of its prompt (`serving.ttft`) and its share of the decode steps (`serving.decode_step`).
+The dollars (`request_cost`, with maths.pricing's accounting) charge each phase of a request the
+group-seconds it uses: the prefill of its prompt (`serving.ttft`) and its share of the decode
+steps (`serving.decode_step`).
 `context` stays what the server is sized for: every one of the `concurrency` sequences holds
 that many tokens of cache, in memory and in the decode step. The request the reader sets
 (`prompt` + `answer`) is one of those conversations, so it should fit in `context`; when it
@@ -27,6 +28,7 @@ import math
 import numpy as np
 
 from ..engine import fmt
+from ..maths import pricing
 from ..maths.frontier import activation_bytes, batch_in_memory, profile_tokens
 from ..maths.hardware import GPUS, MODELS, counts
 from ..engine.params import Output, Param
@@ -59,20 +61,21 @@ def request_cost(s: Setup, context: int, concurrency: int, prompt: int, answer: 
     The phases take turns on the group, as in `batching_sim`: a chunk of prefill riding along
     a decode step (SARATHI) would hide part of its cost in the step's weight reads.
     """
-    per_second = dollars_per_hour / 3600
+    per_second = pricing.dollars(1.0, dollars_per_hour)
     parts = prefill_parts(s, prompt)  # the request's pass alone: its weight matmuls, attention, all-reduces
     prefill = parts.total  # s of the group (serving.ttft)
     step = decode_step(s, concurrency, context)  # s of the group per step, shared by `concurrency`
-    decode = answer * step / concurrency
+    charged = pricing.group_seconds(prefill, step, answer, concurrency)
+    decode = charged - prefill
     return {
-        "prefill_s": prefill, "decode_s": decode, "prefill_share": prefill / (prefill + decode),
+        "prefill_s": prefill, "decode_s": decode, "prefill_share": prefill / charged,
         "prefill_comm_share": parts.collectives / prefill,
         "prefill_dollars": prefill * per_second, "decode_dollars": decode * per_second,
         "dollars_per_m_input": prefill * per_second / prompt * 1e6,
         "dollars_per_m": step / concurrency * per_second * 1e6,  # per million output tokens
-        "request_dollars": (prefill + decode) * per_second,
-        "thousand_requests_dollars": 1e3 * (prefill + decode) * per_second,  # the panel's readable size
-        "dollars_per_m_all_in": (prefill + decode) * per_second / answer * 1e6,
+        "request_dollars": pricing.dollars(charged, dollars_per_hour),
+        "thousand_requests_dollars": 1e3 * pricing.dollars(charged, dollars_per_hour),  # the panel's readable size
+        "dollars_per_m_all_in": pricing.dollars(charged, dollars_per_hour) / answer * 1e6,
     }
 
 

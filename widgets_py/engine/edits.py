@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import linecache
 import sys
-import traceback
 import types
 from pathlib import Path
 
-from . import registry, session
+from . import reader_code, registry, session
 from .widget import Widget
-
 
 
 def module_of(name: str) -> types.ModuleType:
@@ -65,13 +62,7 @@ def load(name: str, key: str, code: str) -> Widget:
     if hit and hit[0] == digest:
         return hit[1]
     shipped = module_of(name)
-    filename = _filename(shipped)
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)  # tracebacks show the edited lines
-    compiled = compile(code, filename, "exec", dont_inherit=True)
-    module = types.ModuleType(shipped.__name__, shipped.__doc__)
-    module.__package__ = shipped.__package__  # relative imports: the shipped package
-    module.__file__ = filename
-    exec(compiled, module.__dict__)  # noqa: S102 - the reader's own code, in the reader's worker
+    module = reader_code.run_module(code, shipped.__name__, shipped.__package__, _filename(shipped), shipped.__doc__)
     widget = module.__dict__.get("WIDGET")
     if not isinstance(widget, Widget):
         raise TypeError("el codi ha de definir WIDGET = Widget(...)")
@@ -79,14 +70,6 @@ def load(name: str, key: str, code: str) -> Widget:
         raise ValueError(f"WIDGET ha de conservar el nom '{name}' (té '{widget.name}')")
     session.current().edits[key] = (digest, widget)
     return widget
-
-
-def _line(exc: BaseException, filename: str) -> int | None:
-    """The line of the edited text where `exc` arose (the deepest frame in it), if any."""
-    if isinstance(exc, SyntaxError) and exc.filename == filename:
-        return exc.lineno
-    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
-    return lines[-1] if lines else None
 
 
 def render(name: str, key: str, code: str, params_json: str, layout: str = "wide") -> str:
@@ -100,7 +83,5 @@ def render(name: str, key: str, code: str, params_json: str, layout: str = "wide
             return json.dumps(registry.reply(name, json.loads(params_json), layout), ensure_ascii=False)
     except BaseException as exc:  # noqa: BLE001 - the reader's code may raise anything (SystemExit too): report it, keep the worker
         session.current().edits.pop(key, None)
-        message = exc.msg if isinstance(exc, SyntaxError) else str(exc) or repr(exc)
-        return json.dumps({"error": {"kind": type(exc).__name__, "message": message,
-                                     "line": _line(exc, filename)}}, ensure_ascii=False)
+        return json.dumps({"error": reader_code.failure(exc, filename)}, ensure_ascii=False)
 

@@ -3,18 +3,21 @@
 `run(name, raw)` is the single entry point used by the CLI, the build-time prerender
 and the browser worker, so the static page and the live page come from the same call.
 Chapters are found, not listed: every `capNN` package of widgets_py is a chapter, and
-every module in it that declares `WIDGET` is a widget. The registry imports the widget
-modules; they import only the contract (`widget.py`), never the registry.
+every module in it that declares `WIDGET` is a widget, every one that declares `EXERCISE` an
+exercise (engine.exercise). The registry imports those modules; they import only the
+contracts (`widget.py`, `exercise.py`), never the registry.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import math
 import pkgutil
 import re
 import sys
+import types
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -24,11 +27,13 @@ from . import session, svg
 from .params import ParamError, validate
 from .widget import Partial, Result, Widget, finish, mapped
 
-if TYPE_CHECKING:  # the browser does not import the schema: tests hold the replies to it (test_protocol.py)
+if TYPE_CHECKING:  # types only: the browser does not import the schema (tests hold the replies to it,
+    # test_protocol.py), and exercise.py imports numpy, whose import the worker times (browser.prepare)
+    from .exercise import Exercise
     from .protocol import WidgetReply
 
-__all__ = ["Partial", "Result", "Widget", "compute", "formatted", "get", "is_measured", "names", "replies", "run",
-           "validate_params"]
+__all__ = ["Partial", "Result", "Widget", "compute", "exercise", "exercise_names", "formatted", "get",
+           "is_measured", "names", "replies", "run", "validate_params"]
 
 
 ROOT = __name__.split(".")[0]  # widgets_py
@@ -66,28 +71,61 @@ def modules() -> list[str]:
     return out
 
 
-@cache
-def _all() -> dict[str, Widget]:
-    found: dict[str, Widget] = {}
-    where: dict[str, str] = {}  # widget name -> the file that declared it
+def _declared(attribute: str, what: str) -> dict[str, tuple[Any, types.ModuleType]]:
+    """name -> (object, module) of every chapter module declaring `attribute` (WIDGET, EXERCISE);
+    a name declared twice in the book is refused, naming both files."""
+    found: dict[str, tuple[Any, types.ModuleType]] = {}
     for chapter in chapters():
         package = importlib.import_module(f"{ROOT}.{chapter}")
         for info in pkgutil.iter_modules(package.__path__):
             module = importlib.import_module(f"{package.__name__}.{info.name}")
-            widget = getattr(module, "WIDGET", None)
-            if widget is None:
-                continue  # a helper module of the chapter
-            if widget.name in found:
-                raise ParamError(f"el widget '{widget.name}' està declarat dues vegades, a {where[widget.name]} i a "
-                                 f"{shown(module.__file__)}; canvia el name= d'un dels dos (els noms són únics a tot el llibre)")
-            found[widget.name] = widget
-            where[widget.name] = shown(module.__file__)
+            declared = getattr(module, attribute, None)
+            if declared is None:
+                continue  # a helper module of the chapter, or one of the other kind
+            if declared.name in found:
+                raise ParamError(f"{what} '{declared.name}' està declarat dues vegades, a "
+                                 f"{shown(found[declared.name][1].__file__)} i a {shown(module.__file__)}; canvia el "
+                                 "name= d'un dels dos (els noms són únics a tot el llibre)")
+            found[declared.name] = (declared, module)
     return found
 
 
+@cache
+def _all() -> dict[str, Widget]:
+    return {name: widget for name, (widget, _) in _declared("WIDGET", "el widget").items()}
+
+
+@cache
+def _exercises() -> dict[str, tuple[Exercise, types.ModuleType]]:
+    return _declared("EXERCISE", "l'exercici")
+
+
 def refresh() -> None:
-    """Find the widgets again (a module added since they were found: ./dev new widget)."""
+    """Find the widgets and exercises again (a module added since they were found: ./dev new widget)."""
     _all.cache_clear()
+    _exercises.cache_clear()
+
+
+def exercise_names() -> list[str]:
+    return sorted(_exercises())
+
+
+def exercise(name: str) -> Exercise:
+    """The exercise `name` (engine.exercise), found as widgets are: `EXERCISE` in a chapter module."""
+    found = _exercises()
+    if name not in found:
+        raise ParamError(f"exercici desconegut '{name}'; disponibles: {', '.join(sorted(found)) or 'cap'}")
+    return found[name][0]
+
+
+def declared_at(name: str) -> tuple[str, int]:
+    """(file, line) of exercise `name`'s `EXERCISE =`: where a build error sends its author."""
+    exercise(name)
+    module = _exercises()[name][1]
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    line = next((node.lineno for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 and "EXERCISE" in ast.unparse(node.targets[0] if isinstance(node, ast.Assign) else node.target)), 1)
+    return shown(module.__file__), line
 
 
 def get(name: str) -> Widget:

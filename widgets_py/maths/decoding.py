@@ -129,6 +129,15 @@ def draw(p: np.ndarray, u: float) -> int:
     return int(cdf.searchsorted(u, side="right"))
 
 
+def tokens_per_pass(alpha: float, gamma: int) -> float:
+    """Expected tokens one target pass emits when the draft proposes gamma tokens, each accepted
+    with probability alpha independently (Leviathan et al. 2023, eq. 1): 1 + alpha + ... + alpha^gamma
+    = (1 - alpha^(gamma+1)) / (1 - alpha); the bonus token included, gamma + 1 when alpha = 1."""
+    if alpha == 1.0:
+        return gamma + 1.0
+    return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
+
+
 def coupled_draw(p: np.ndarray, coupling: str, u: float, rng: np.random.Generator) -> int:
     """One token from p: by the shared u (exact coupling), or by the coupling's own rng."""
     return draw(p, u if coupling == "exact" else rng.random())

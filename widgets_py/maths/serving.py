@@ -205,6 +205,12 @@ def collective_time(s: Setup, tokens: float) -> float:
     return 2 * s.m.n_layers * per_call
 
 
+def weights_time(params: float, nbytes: float, bandwidth: float) -> float:
+    """Seconds to read `params` weights of `nbytes` bytes each at `bandwidth` bytes/s: a memory-bound
+    pass's time, and so 1 / the ceiling of tokens per second of a decode at batch 1."""
+    return params * nbytes / bandwidth
+
+
 @dataclass(frozen=True)
 class Step:
     """The three parts of a pass's time, seconds (assumption 5)."""
@@ -221,8 +227,8 @@ def step_parts(s: Setup, tokens: int, kv_tokens: float, pairs: float = 0.0) -> S
     """A forward pass of `tokens` tokens moving `kv_tokens` tokens of cache over `pairs` attended pairs."""
     if tokens < 1:
         raise ValueError(f"a pass needs at least one token, not {tokens}")
-    weights = params_read(s.m, tokens) * FORMATS[s.weights].nbytes
-    matmuls = max(tokens * flops_per_token(s.m) / s.peak, weights / s.bandwidth)  # loads overlap FLOPs
+    weights = weights_time(params_read(s.m, tokens), FORMATS[s.weights].nbytes, s.bandwidth)
+    matmuls = max(tokens * flops_per_token(s.m) / s.peak, weights)  # loads overlap FLOPs
     attention = max(pairs * attention_flops_per_pair(s.m) / s.attention_peak,
                     kv_tokens * kv_bytes_per_token(s.m, s.cache) * s.kv_copies / s.bandwidth)
     return Step(matmuls, attention, collective_time(s, tokens))

@@ -1,0 +1,44 @@
+"""A reader's code, run as a module of the shipped package: the one way the worker runs it.
+
+Two callers: a reader's edit of a widget's module (edits.py, the «Codi» panel) and a reader's
+answer to an exercise (exercise.py). Both compile the text as a fresh module whose relative
+imports resolve to the shipped package, name it in tracebacks so that an error points at the
+reader's own line, and turn anything raised (SystemExit too) into an answer. What this cannot
+do is isolate the code: it is Python in the worker's interpreter. What it may reach in the
+browser is narrowed by assets/tw/lockdown.js, what its output may draw by markup.py, and a
+run that never ends is the page's to stop (the worker's time limit).
+"""
+
+from __future__ import annotations
+
+import linecache
+import traceback
+import types
+
+
+def run_module(code: str, name: str, package: str, filename: str, doc: str | None = None) -> types.ModuleType:
+    """`code` run as a fresh module `name` of `package` (its relative imports resolve to the
+    shipped package), compiled without this module's future flags; `filename` names it in
+    tracebacks, which show the reader's lines. Whatever it raises reaches the caller."""
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)  # tracebacks show the edited lines
+    compiled = compile(code, filename, "exec", dont_inherit=True)
+    module = types.ModuleType(name, doc)
+    module.__package__ = package
+    module.__file__ = filename
+    exec(compiled, module.__dict__)  # noqa: S102 - the reader's own code, in the reader's worker
+    return module
+
+
+def line_of(exc: BaseException, filename: str) -> int | None:
+    """The line of the reader's text where `exc` arose (the deepest frame in it), if any."""
+    if isinstance(exc, SyntaxError) and exc.filename == filename:
+        return exc.lineno
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    return lines[-1] if lines else None
+
+
+def failure(exc: BaseException, filename: str) -> dict:
+    """{kind, message, line} of what the reader's code raised, the line in its own text."""
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc) or repr(exc)
+    return {"kind": type(exc).__name__, "message": message, "line": line_of(exc, filename)}
+
