@@ -172,3 +172,15 @@ def test_no_module_keeps_run_time_state():
             assert not empty, f"{where}: module-level {target} starts empty, run-time state (engine.session holds it)"
             assert not (isinstance(value, ast.Constant) and value.value is None), \
                 f"{where}: module-level {target} = None, set later at run time (engine.session holds it)"
+
+
+def test_the_workers_boot_imports_no_model_and_no_kernel():
+    """Before the page is told its widgets are ready the worker imports browser.py: the
+    calculators never read the mini-GPT, so its code and the kernel's load with the first model
+    (session.products, session.load), not on every page's boot."""
+    code = ("import sys; import widgets_py.engine.browser; "
+            "print(' '.join(m for m in sys.modules if m.startswith(('widgets_py.accel', 'widgets_py.maths.gpt', "
+            "'widgets_py.maths.pretrained', 'widgets_py.maths.layers'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [], out.stdout

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..accel import backend as accel
-from ..maths import gpt, pretrained, products
+from ..maths import products
+
+if TYPE_CHECKING:
+    from ..accel.backend import Backend
+    from ..maths.gpt import GPTConfig
 
 MEMO_MAX = 256  # results a session keeps (Memo)
 
@@ -79,10 +82,11 @@ class Session:
         self.edits: dict[str, tuple[str, Any]] = {}  # edit key -> (sha256 of the code, its WIDGET)
         self.substitutes: dict[str, Any] = {}  # widget name -> the Widget run in its place
 
-    def products(self) -> accel.Backend:
+    def products(self) -> Backend:
         """The backend, made for this runtime when first asked (maths.products asks)."""
         if self.backend is None:
-            self.backend = accel.for_runtime()
+            from ..accel import backend  # with the first model, not at the worker's boot: calculators never ask
+            self.backend = backend.for_runtime()
         return self.backend
 
     @contextmanager
@@ -165,10 +169,12 @@ def forget() -> None:
     run.memo.clear()
 
 
-def load(name: str) -> tuple[gpt.GPTConfig, dict, list[float]]:
+def load(name: str) -> tuple[GPTConfig, dict, list[float]]:
     """(config, params, training-loss history) of a trained model, checked against its pin
     (maths.pretrained): the session's retrained weights for it if there are any, else the
     shipped ones."""
+    from ..maths import pretrained  # with the first model, not at the worker's boot
+
     run = current()
     if name not in run.models:
         cfg, _ = pretrained.specs()[name]
