@@ -382,5 +382,9 @@
     renew: () => live().forEach((p) => p.renew()),
     /** Every applied edit back to a draft (host.js, before restarting a hung worker). */
     shelve: () => live().forEach((p) => p.shelve()),
+    /** The editor, for exercise.js: a promise of the CodeMirror bundle (null where it cannot
+     *  load, even on a page whose panels are off), and the textarea that stands in for it. */
+    loadEditor,
+    plainEditor,
   };
 })();
