@@ -113,7 +113,7 @@
       this.editor = null;
 
       this.view = document.createElement("div");
-      this.view.className = "tw-exercise-editor";
+      this.view.className = "tw-code-view tw-exercise-editor"; // the code panel's look (tw.css)
       const actions = document.createElement("div");
       actions.className = "tw-exercise-actions";
       this.buttons = {
