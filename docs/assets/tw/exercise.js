@@ -312,11 +312,22 @@
   }
   window.addEventListener("pagehide", () => document.querySelectorAll(`.${CLASS.EXERCISE}`).forEach((el) => made.has(el) && made.get(el).save()));
 
+  const find = (name) => {
+    const el = document.querySelector(`.${CLASS.EXERCISE}[data-${DATA.EXERCISE}="${CSS.escape(name)}"]`);
+    return el && made.has(el) ? made.get(el) : null;
+  };
+
   tw.exercise = {
     /** The editor's text of exercise `name` (CodeMirror draws only the lines in view): for tests. */
-    text: (name) => {
-      const el = document.querySelector(`.${CLASS.EXERCISE}[data-${DATA.EXERCISE}="${name}"]`);
-      return el && made.has(el) ? made.get(el).code : null;
+    text: (name) => (find(name) ? find(name).code : null),
+    /** The editor's text replaced, as a paste would (tests in engines without a keyboard API);
+     *  false before the editor is made. */
+    setText: (name, code) => {
+      const ex = find(name);
+      if (!ex || !ex.editor) return false;
+      ex.editor.setValue(code);
+      ex.save();
+      return true;
     },
     LIMIT_MS,
   };
