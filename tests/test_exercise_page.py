@@ -125,9 +125,9 @@ def test_an_exception_names_the_reader_s_line(watched, server):
     name = "kv_bytes"
     fn = info(name)["function"]
     verdict, said = check(page, name, f"def {fn}(**kwargs):\n    total = 0\n    return 1 / total\n")
-    assert verdict == "error" and "Línia 3" in said and "ZeroDivisionError" in said, said
+    assert verdict == "error" and "línia 3" in said and "ZeroDivisionError" in said, said
     verdict, said = check(page, name, f"def {fn}(:\n    pass\n")
-    assert verdict == "error" and "Línia 1" in said and "SyntaxError" in said, said
+    assert verdict == "error" and "línia 1" in said and "SyntaxError" in said, said
 
 
 def test_a_run_that_never_ends_is_stopped_and_the_widgets_answer_after(watched, server):

@@ -37,7 +37,6 @@
     solutionTitle: "Una solució:",
     waiting: "Esperant Python…",
     checking: "Comprovant…",
-    line: (n) => `Línia ${n}: `,
     timeout: `El codi no ha acabat en ${LIMIT_MS / 1000} s i s'ha aturat (Python s'ha reiniciat; les figures de la pàgina tornen a respondre). Hi ha algun bucle que no acaba?`,
     failed: (why) => `No s'ha pogut comprovar: ${why}`,
     file: "Pàgina oberta des del disc: per comprovar la resposta, serveix la carpeta del lloc (vegeu el README) o baixa el capítol en un sol fitxer.",
@@ -232,16 +231,18 @@
       if (verdict.verdict === "pass") this.state.solved = true;
       this.save();
       this.refresh();
-      this.say((verdict.line ? TEXT.line(verdict.line) : "") + verdict.message, verdict.verdict, verdict.line);
+      this.say(verdict.message, verdict.verdict, verdict.line); // the message names the reader's line (exercise.py); the editor marks it
     }
 
     async hint() {
       if (!this.usable()) return;
+      if (!kernel().loaded) this.say(TEXT.waiting);
       try {
         await this.ask();
       } catch (error) {
         return this.say(TEXT.failed(error.message));
       }
+      if (this.result.textContent === TEXT.waiting) this.say("");
       if (this.state.hints >= this.info.hints.length) return this.say(TEXT.noMoreHints);
       await this.showHint(this.state.hints);
       this.state.hints += 1;
