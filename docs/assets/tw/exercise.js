@@ -103,7 +103,7 @@
       this.el = el;
       this.name = el.dataset[DATA.EXERCISE];
       const starterEl = /** @type {HTMLElement} */ (el.querySelector(`.${CLASS.EXERCISE_STARTER}`));
-      this.starter = starterEl ? starterEl.textContent.replace(/\n$/, "") + "\n" : "";
+      this.starter = starterEl ? starterEl.textContent : ""; // exercise.py's, as the build wrote it
       const saved = stored(this.name);
       this.state = { code: saved ? saved.code : this.starter, solved: Boolean(saved && saved.solved),
         tried: Boolean(saved && saved.tried), hints: saved ? Math.max(0, Number(saved.hints) || 0) : 0 };
