@@ -120,6 +120,10 @@ interface TWExerciseReply {
   solution?: string;
 }
 
+interface TWCheckStarted {
+  started: true;
+}
+
 interface TWVerdictReply {
   verdict: "pass" | "fail" | "error";
   message: string;
@@ -263,7 +267,7 @@ interface TWWarm {
 interface TWStep {
   type: "step";
   id: number;
-  data: TWRunStep | TWTrainProgress;
+  data: TWRunStep | TWTrainProgress | TWCheckStarted;
 }
 
 interface TWReplied {
@@ -295,5 +299,5 @@ interface TWCalls {
   source: { payload: TWSourcePayload; partial: never; data: TWSourceReply };
   edited: { payload: TWEditedPayload; partial: never; data: TWWidgetReply | TWEditError };
   exercise: { payload: TWExercisePayload; partial: never; data: TWExerciseReply };
-  check: { payload: TWCheckPayload; partial: never; data: TWVerdictReply };
+  check: { payload: TWCheckPayload; partial: TWCheckStarted; data: TWVerdictReply };
 }

@@ -115,6 +115,12 @@ class ExerciseReply(TypedDict):
     solution: NotRequired[str]  # only when `attempted`
 
 
+class CheckStarted(TypedDict):
+    """A check's one step: the worker starts running the reader's code now (the page's time
+    limit counts from here, not from a queue behind other calls)."""
+    started: Literal[True]
+
+
 class VerdictReply(TypedDict):
     """exercise.Verdict.to_dict(): a check's grade (the page adds "timeout": no reply in time)."""
     verdict: Literal["pass", "fail", "error"]
@@ -192,7 +198,7 @@ SIGNATURES: dict[str, tuple[type, Any, Any]] = {
     "SOURCE": (SourcePayload, None, SourceReply),
     "EDITED": (EditedPayload, None, Union[WidgetReply, EditError]),
     "EXERCISE": (ExercisePayload, None, ExerciseReply),
-    "CHECK": (CheckPayload, None, VerdictReply),
+    "CHECK": (CheckPayload, CheckStarted, VerdictReply),
 }
 
 
@@ -276,7 +282,7 @@ class Warm(TypedDict):
 class Step(TypedDict):
     type: Literal["step"]
     id: int
-    data: Union[RunStep, TrainProgress]
+    data: Union[RunStep, TrainProgress, CheckStarted]
 
 
 class Replied(TypedDict):

@@ -8,7 +8,7 @@
 // reference answer. The hints and the solution come from the worker, never from the HTML
 // (so never from the search index).
 //
-// A check that does not answer in LIMIT_MS is stopped: the worker is restarted (host.js, whose
+// A check that does not answer in LIMIT_MS from the moment the worker starts it is stopped: the worker is restarted (host.js, whose
 // widgets recompute in the fresh one, or the kernel itself on a page without widgets), and the
 // verdict is `timeout`. After each check the result line carries data-verdict (pass | fail |
 // error | timeout) and is announced (aria-live); a pass sets data-solved="true" on the exercise.
@@ -212,10 +212,13 @@
         k = kernel();
         this.say(TEXT.checking);
         k.tainted = true; // the reader's code ran in it: it may have changed any module (host.js, codepanel.js)
-        const call = k.call(CHECK, { exercise: this.name, code });
+        // the limit counts from the moment the worker starts the reader's code (its step), not
+        // from a queue behind the widgets' runs (a fresh worker recomputes every widget first)
         let timer;
-        const late = new Promise((resolve) => (timer = setTimeout(() => resolve(null), LIMIT_MS)));
-        verdict = await Promise.race([call, late]);
+        let late;
+        const started = new Promise((resolve) => (late = resolve));
+        const call = k.call(CHECK, { exercise: this.name, code }, () => (timer = setTimeout(() => late(null), LIMIT_MS)));
+        verdict = await Promise.race([call, started]);
         clearTimeout(timer);
         if (verdict === null) {
           call.catch(() => {}); // rejected by the restart: the timeout is what the reader hears

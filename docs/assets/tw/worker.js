@@ -128,7 +128,10 @@ const CALLS = {
   // an exercise's hints (and solution, once tried); a check of the reader's answer, which may
   // never end: the page restarts the worker then (exercise.js), this cannot stop it
   [P.CALLS.EXERCISE]: (/** @type {TWExercisePayload} */ { exercise, attempted }) => parse(entry.exercise(exercise, attempted)),
-  [P.CALLS.CHECK]: (/** @type {TWCheckPayload} */ { exercise, code }) => parse(entry.check_exercise(exercise, code)),
+  [P.CALLS.CHECK]: (/** @type {TWCheckPayload} */ { exercise, code }, /** @type {number} */ id) => {
+    send({ type: P.STEP, id, data: { started: true } }); // the page's time limit starts now
+    return parse(entry.check_exercise(exercise, code));
+  },
   // a few steps per turn, so that cancels and widget runs wait little; the curve is drawn
   // and shown at most every SHOW_MS: each update re-renders the figure on the page, whose
   // main thread then competes with this worker for the machine's cores (benchmarks/training.py
