@@ -73,6 +73,8 @@ def test_the_chapter_places_its_exercises(watched, server):
     page.goto(server + PAGE)
     placed = page.eval_on_selector_all(f".{Class.EXERCISE}", f"es => es.map(e => e.dataset.{Data.EXERCISE})")
     assert sorted(placed) == sorted(CHAPTER) and len(placed) >= 6
+    opened(page, "kv_bytes")  # the editor holds the starter: the built <pre> is hidden on screen
+    assert not page.locator(f"{sel('kv_bytes')} .{Class.EXERCISE_STARTER}").is_visible()
     result = page.locator(f"{sel('kv_bytes')} .tw-exercise-result")
     assert result.get_attribute("aria-live") == "polite" and result.get_attribute("role") == "status"
     # the hints and the solution are asked of Python: not in the page's HTML (nor in its search index)

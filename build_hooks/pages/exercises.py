@@ -47,4 +47,5 @@ def html(name: str, config) -> str:
     return (f'<div class="{Class.EXERCISE}" id="tw-ex-{escape(name)}" data-{Data.EXERCISE}="{escape(name)}">'
             f'<p class="tw-exercise-title">Exercici: {escape(e.title)}</p>'
             f'<div class="tw-exercise-statement">{statement_html(e.statement, config)}</div>'
-            f'<pre class="{Class.EXERCISE_STARTER}"><code class="language-python">{escape(e.starter)}</code></pre></div>')
+            f'<pre class="{Class.EXERCISE_STARTER}" tabindex="0" aria-label="Codi inicial: {escape(e.title)}">'
+            f'<code class="language-python">{escape(e.starter)}</code></pre></div>')

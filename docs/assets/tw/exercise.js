@@ -277,6 +277,8 @@
         return this.say(TEXT.failed(error.message));
       }
       const pre = document.createElement("pre");
+      pre.tabIndex = 0; // a long line scrolls inside it: reachable and named (a phone's 360 px)
+      pre.setAttribute("aria-label", TEXT.solutionTitle);
       const code = document.createElement("code");
       code.className = "language-python";
       code.textContent = this.info.solution || "";
