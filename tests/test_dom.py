@@ -10,16 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from build_hooks.pages import codepanel, prerender, widget_html
+from build_hooks.pages import codepanel, exercises, prerender, widget_html
 from widgets_py.engine import dom, registry, svg
 
 ROOT = Path(__file__).resolve().parents[1]
 TW = ROOT / "docs" / "assets" / "tw"
 # the scripts that read what the build's HTML carries (quiz.js reads quiz.py's own markup)
-READERS = ("host.js", "url-state.js", "trainer.js", "figures.js", "codepanel.js", "markup.js", "kernel.js", "offline.js")
+READERS = ("host.js", "url-state.js", "trainer.js", "figures.js", "codepanel.js", "markup.js", "kernel.js", "offline.js",
+           "exercise.js")
+SCRIPT_WRITES = (dom.Data.SOLVED, dom.Data.VERDICT)  # exercise.js sets them: tests and tools read them
 # a script's own attribute on an element it makes, spelt like a name of the contract: the code
-# panel's section says which editor it made (data-editor="codemirror", tests read it)
-OWN = {"codepanel.js": "this.section.dataset.editor"}
+# panel's section, and an exercise's editor, say which editor they made (data-editor="codemirror",
+# tests read it)
+OWN = {"codepanel.js": "this.section.dataset.editor", "exercise.js": "this.view.dataset.editor"}
 
 
 def code(path: Path) -> str:
@@ -30,12 +33,14 @@ def code(path: Path) -> str:
 
 def built_html() -> str:
     """Every widget as the build writes it, with and without its controls, and a live and a
-    fixed value in prose."""
+    fixed value in prose, and every exercise."""
+    config = type("Config", (), {"markdown_extensions": [], "mdx_configs": {}})()
     parts = []
     for name in registry.names():
         params = registry.validate_params(name, {})
         result = registry.run(name, params, layouts=svg.LAYOUTS)
         parts += [widget_html.widget(name, name, params, result), widget_html.widget(name, name, params, result, shown=[])]
+    parts += [exercises.html(name, config) for name in registry.exercise_names()]
     return "".join(parts + [widget_html.live_number("a.b", "1", None), widget_html.live_number("a.b", "1", {"k": 1})])
 
 
@@ -53,7 +58,7 @@ def test_the_build_writes_every_name():
     for c in dom.Class:
         assert any(c in classes.split() for classes in written), f"no element of class {c}"
     for d in dom.Data:
-        if d not in (dom.Data.CONFIG, dom.Data.ENABLED, dom.Data.EDITOR):
+        if d not in (dom.Data.CONFIG, dom.Data.ENABLED, dom.Data.EDITOR, *SCRIPT_WRITES):
             assert f" data-{d}=" in html, f"no data-{d}"
     page = type("Page", (), {"meta": {}, "url": "cap15/", "file": type("F", (), {"abs_src_path": None})()})()
     build = type("Build", (), {"editor": "assets/editor.js", "site_config": lambda self: {"sha256": "0"}})()
@@ -67,6 +72,7 @@ def test_the_site_config_is_written_once_on_a_page_that_needs_python():
     page = type("Page", (), {"url": "cap15/"})()
     build = type("Build", (), {"site_config": lambda self: {"sha256": "0"}})()
     for body, live in (('<div class="tw-widget" data-widget="x">', True), ('<span class="tw-live tw-wrap">', True),
+                       ('<div class="tw-exercise" data-exercise="x">', True),
                        ('<span class="tw-fixed">', True), ("<code>class=&quot;tw-widget&quot;</code>", False)):
         out = prerender.on_post_page(f"<head><title>x</title></head><body>{body}</body>", page=page, config={}, build=build)
         assert out.count(f"data-{dom.Data.CONFIG}=") == (1 if live else 0), body

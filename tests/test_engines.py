@@ -11,6 +11,7 @@ them when it may); with CI set, a missing engine fails instead."""
 from __future__ import annotations
 
 import functools
+import json
 import glob
 import http.server
 import os
@@ -373,3 +374,63 @@ def kill_web_processes(root: int) -> None:
                 os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+# An exercise checked in the page (exercise.js): its text set as a paste would (no keyboard in
+# every engine's driver), «Comprova» pressed, the verdict awaited: [verdict, text, solved].
+CHECK_EXERCISE = """async (name, code) => {
+  const el = document.querySelector(`.tw-exercise[data-exercise="${name}"]`);
+  const t0 = Date.now();
+  const until = async (ok, what) => {
+    while (!ok()) {
+      if (Date.now() - t0 > 90000) throw new Error(name + ': ' + what);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  await until(() => el.querySelector('.tw-exercise-editor[data-editor]'), 'no editor');
+  if (code !== null) window.tw.exercise.setText(name, code);
+  const result = el.querySelector('.tw-exercise-result');
+  [...el.querySelectorAll('button')].find((b) => b.textContent === 'Comprova').click();
+  await until(() => !el.dataset.busy && result.dataset.verdict, 'no verdict');
+  return [result.dataset.verdict, result.textContent, el.dataset.solved || null];
+}"""
+
+
+def exercises_answer(engine, timeout: bool) -> None:
+    """The reference passes (solved), the starter fails naming a case; with `timeout`, a loop
+    that never ends is stopped as `timeout` within the limit and the widgets come back."""
+    from widgets_py.engine import browser as entry
+
+    solution = json.loads(entry.exercise("kv_bytes", True))["solution"]
+    verdict, said, _ = engine.js(CHECK_EXERCISE, "kv_bytes", None)  # the starter the page shows
+    assert verdict == "fail" and "Amb " in said, said
+    assert engine.js(CHECK_EXERCISE, "kv_bytes", solution) == ["pass", engine.js(
+        "() => document.querySelector('.tw-exercise[data-exercise=\"kv_bytes\"] .tw-exercise-result').textContent"), "true"]
+    if timeout:
+        start = time.monotonic()
+        verdict, said, _ = engine.js(CHECK_EXERCISE, "decode_ceiling", "while True:\n    pass\n")
+        assert verdict == "timeout" and time.monotonic() - start < 20, (verdict, said)
+        wait_ready(engine)
+        assert engine.js(CHECK_EXERCISE, "kv_bytes", solution)[0] == "pass"
+
+
+def test_exercises_are_checked_served_and_from_the_single_file(engine, served, site, tmp_path):
+    """Issue 41 in Firefox and WebKit: served (with the time limit) and from the single file."""
+    def both():
+        engine.goto(served(engine.name).url + "cap15/")
+        wait_ready(engine)
+        exercises_answer(engine, timeout=True)
+        single = tmp_path / "cap15.html"
+        source = site / "cap15" / ("index" + single_file.SUFFIX)
+        if engine.name == "webkit":
+            engines.single_file_with_probe(source, single)
+        else:
+            shutil.copy(source, single)
+        engine.goto(single.as_uri())
+        wait_ready(engine)
+        exercises_answer(engine, timeout=False)
+
+    errors_before = len(engine.errors())
+    once_more_after_a_crash(engine, both)
+    assert console_errors(engine, errors_before) == []
+    assert engine.recorder.hits == []

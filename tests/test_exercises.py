@@ -255,7 +255,9 @@ def test_the_static_html_shows_the_statement_and_the_starter_and_hides_the_rest(
     html = exercises.html(name, Config())
     assert html.startswith(f'<div class="tw-exercise" id="tw-ex-{name}" data-exercise="{name}">')
     assert f"<code>{e.function}(" in html and "<p>" in html  # the statement, rendered
-    assert f'<pre class="tw-exercise-starter"><code class="language-python">' in html
+    # the starter: focusable and named, since a long line scrolls inside it at 360 px (test_screens.py)
+    assert f'<pre class="tw-exercise-starter" tabindex="0" aria-label="Codi inicial: ' in html
+    assert '<code class="language-python">' in html
     text = re.sub(r"<[^>]+>", "", unescape(html))  # what a reader (and the search index) reads
     assert e.starter in text
     solution_only = [line.strip() for line in e.solution.splitlines() if line.strip() and line.strip() not in e.starter]

@@ -22,6 +22,8 @@ interface TWProtocol {
     readonly TRAIN: "train";
     readonly SOURCE: "source";
     readonly EDITED: "edited";
+    readonly EXERCISE: "exercise";
+    readonly CHECK: "check";
   };
   readonly DOM: {
     readonly CLASS: {
@@ -44,6 +46,8 @@ interface TWProtocol {
       readonly PARAMS: "tw-params";
       readonly LIVE: "tw-live";
       readonly FIXED: "tw-fixed";
+      readonly EXERCISE: "tw-exercise";
+      readonly EXERCISE_STARTER: "tw-exercise-starter";
     };
     readonly DATA: {
       readonly WIDGET: "widget";
@@ -63,6 +67,9 @@ interface TWProtocol {
       readonly CONFIG: "config";
       readonly ENABLED: "enabled";
       readonly EDITOR: "editor";
+      readonly EXERCISE: "exercise";
+      readonly SOLVED: "solved";
+      readonly VERDICT: "verdict";
     };
     readonly ID: {
       readonly CONFIG: "tw-config";
@@ -92,6 +99,41 @@ interface TWEditedPayload {
   code: string;
   params: Record<string, any>;
   layout?: string;
+}
+
+interface TWExercisePayload {
+  exercise: string;
+  attempted: boolean;
+}
+
+interface TWCheckPayload {
+  exercise: string;
+  code: string;
+}
+
+interface TWExerciseReply {
+  name: string;
+  title: string;
+  function: string;
+  starter: string;
+  hints: string[];
+  solution?: string;
+}
+
+interface TWCheckStarted {
+  started: true;
+}
+
+interface TWVerdictReply {
+  verdict: "pass" | "fail" | "error";
+  message: string;
+  passed: number;
+  total: number;
+  call: string;
+  hidden: boolean;
+  expected: string;
+  got: string;
+  line: number | null;
 }
 
 interface TWWidgetReply {
@@ -188,9 +230,9 @@ interface TWInit {
 }
 
 interface TWCall {
-  type: "run" | "fixed" | "train" | "source" | "edited";
+  type: "run" | "fixed" | "train" | "source" | "edited" | "exercise" | "check";
   id: number;
-  payload: TWRunPayload | TWFixedPayload | TWSourcePayload | TWEditedPayload;
+  payload: TWRunPayload | TWFixedPayload | TWSourcePayload | TWEditedPayload | TWExercisePayload | TWCheckPayload;
 }
 
 interface TWCancel {
@@ -225,7 +267,7 @@ interface TWWarm {
 interface TWStep {
   type: "step";
   id: number;
-  data: TWRunStep | TWTrainProgress;
+  data: TWRunStep | TWTrainProgress | TWCheckStarted;
 }
 
 interface TWReplied {
@@ -256,4 +298,6 @@ interface TWCalls {
   train: { payload: TWRunPayload; partial: TWTrainProgress; data: TWTrainProgress | TWCancelled };
   source: { payload: TWSourcePayload; partial: never; data: TWSourceReply };
   edited: { payload: TWEditedPayload; partial: never; data: TWWidgetReply | TWEditError };
+  exercise: { payload: TWExercisePayload; partial: never; data: TWExerciseReply };
+  check: { payload: TWCheckPayload; partial: TWCheckStarted; data: TWVerdictReply };
 }

@@ -33,6 +33,8 @@ from html import escape, unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from widgets_py.engine.dom import Class
+
 from .. import cache
 from ..runtime import assets, bytecode, trim
 
@@ -223,8 +225,8 @@ def export(site: Path, page: str, out: Path, *, kept_in: Path | None = None, say
         at = html.index("<script", html.index("</title>"))
         html = html[:at] + _script(boot) + html[at:]
         files = {name: (data, "") for name, data in runtime_files(site, config, kept_in).items()}
-        editor = EDITOR.search(html)  # the code panel's editor, loaded when a panel opens
-        if editor and 'data-enabled="false"' not in editor.group(0):
+        editor = EDITOR.search(html)  # the code panel's editor, loaded when a panel opens or an exercise shows
+        if editor and ('data-enabled="false"' not in editor.group(0) or f'class="{Class.EXERCISE}"' in html):
             files[posixpath.basename(editor.group(2))] = ((site / editor.group(2)).read_bytes(), f"{editor.group(1)}:editor")
             html = html[:editor.start(2)] + html[editor.end(2):]  # set to a blob: URL by the boot
         for i, (name, (data, into)) in enumerate(sorted(files.items(), key=lambda kv: -len(kv[1][0])), 1):

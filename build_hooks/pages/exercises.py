@@ -6,7 +6,8 @@ The proof (`on_config`, once per build, whether a page places the exercise or no
 reference and its solution pass every check, its starter fails one (engine.exercise.proof);
 otherwise the build stops at the exercise's `EXERCISE =`, file and line.
 
-The HTML (`html`) is what reads without Python: the title, the statement (Markdown, rendered
+The HTML (`html`) is what reads without Python (and what assets/tw/exercise.js makes an editor
+of: its names are engine/dom.py's): the title, the statement (Markdown, rendered
 with the site's extensions) and the starter code. The hints, the solution and the hidden cases
 are not in it, so neither are they in the search index: the page asks the worker for them.
 """
@@ -19,10 +20,8 @@ import markdown as md
 from mkdocs.exceptions import PluginError
 
 from widgets_py.engine import registry
+from widgets_py.engine.dom import Class, Data
 
-# The DOM contract of issue 41 (class and data-* name). They join engine/dom.py, which holds
-# only names some page script reads (tests/test_dom.py), with the script that reads them.
-CONTAINER, NAME = "tw-exercise", "exercise"
 PAGE_ONLY = ("toc", "pymdownx.snippets")  # the page's own: its headings' anchors, the glossary appended
 
 
@@ -45,7 +44,8 @@ def statement_html(text: str, config) -> str:
 def html(name: str, config) -> str:
     """The exercise `name` as the page shows it before Python arrives (and on paper)."""
     e = registry.exercise(name)
-    return (f'<div class="{CONTAINER}" id="tw-ex-{escape(name)}" data-{NAME}="{escape(name)}">'
+    return (f'<div class="{Class.EXERCISE}" id="tw-ex-{escape(name)}" data-{Data.EXERCISE}="{escape(name)}">'
             f'<p class="tw-exercise-title">Exercici: {escape(e.title)}</p>'
             f'<div class="tw-exercise-statement">{statement_html(e.statement, config)}</div>'
-            f'<pre class="tw-exercise-starter"><code class="language-python">{escape(e.starter)}</code></pre></div>')
+            f'<pre class="{Class.EXERCISE_STARTER}" tabindex="0" aria-label="Codi inicial: {escape(e.title)}">'
+            f'<code class="language-python">{escape(e.starter)}</code></pre></div>')

@@ -126,9 +126,10 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
 
 
 def is_live(html: str) -> bool:
-    """Whether a page holds a widget or a value in prose: then it boots Python
-    (prerender.on_post_page) and says how its code panels behave (codepanel.py)."""
-    return any(f'class="{c}' in html for c in (C.WIDGET, C.LIVE, C.FIXED))
+    """Whether a page holds a widget, a value in prose or an exercise: then it boots Python
+    (prerender.on_post_page) and says how its code panels behave and where the editor is
+    (codepanel.py: an exercise's editor is the panel's)."""
+    return any(f'class="{c}' in html for c in (C.WIDGET, C.LIVE, C.FIXED, C.EXERCISE))
 
 
 LONG_TEXT = 24  # characters from which a value in prose (a sampled text, not a number) may wrap

@@ -125,6 +125,22 @@ def render_edited(name: str, key: str, code: str, params_json: str, layout: str 
     return edits.render(name, key, code, params_json, layout)
 
 
+def exercise(name: str, attempted: bool = False) -> str:
+    """JSON of what the page shows of exercise `name` beyond its HTML (protocol.ExerciseReply):
+    its hints and, once the reader has `attempted` an answer, its solution."""
+    e = registry.exercise(name)
+    data = {"name": e.name, "title": e.title, "function": e.function, "starter": e.starter, "hints": list(e.hints)}
+    if attempted:
+        data["solution"] = e.solution
+    return json.dumps(data, ensure_ascii=False)
+
+
+def check_exercise(name: str, code: str) -> str:
+    """JSON of the grade of the reader's `code` for exercise `name` (protocol.VerdictReply). A
+    run that never ends is the page's to stop (exercise.js: the worker is restarted)."""
+    return json.dumps(registry.exercise(name).check(code).to_dict(), ensure_ascii=False)
+
+
 class Trainer:
     """The training run of a trainable widget, advanced a few steps per call by the worker."""
 
@@ -154,7 +170,8 @@ def rehearse() -> None:
     defaults: the build runs this under Pyodide to list and compile every module the browser
     imports, those imported inside functions too (build_hooks/runtime/bytecode.py). The warm-up;
     an edit that runs, one that does not compile and one that raises (the
-    traceback's path); a training run's first step."""
+    traceback's path); a training run's first step; each exercise, its hints and solution, and
+    a check of its solution, its starter and an answer that raises."""
     prepare()
     warm = WarmUp()
     while not (task := json.loads(warm.advance()))["done"]:
@@ -171,3 +188,7 @@ def rehearse() -> None:
             render_edited(name, "build", code + edit, "{}")
         if registry.get(name).trainable is not None:
             Trainer(name, "{}").advance(1)
+    for name in registry.exercise_names():
+        data = json.loads(exercise(name, True))
+        for code in (data["solution"], data["starter"], "def (\n", "raise ValueError('x')\n"):
+            check_exercise(name, code)

@@ -1,7 +1,8 @@
 """The page's DOM contract, written once: the classes, `data-*` attributes and ids that the
-build's HTML carries (build_hooks/pages/: widget_html.py, prerender.py, codepanel.py) and the
-page's scripts look up (host.js, url-state.js, trainer.js, figures.js, codepanel.js,
-markup.js, kernel.js, offline.js). protocol.py generates them into protocol.js
+build's HTML carries (build_hooks/pages/: widget_html.py, prerender.py, codepanel.py,
+exercises.py) and the page's scripts look up (host.js, url-state.js, trainer.js, figures.js,
+codepanel.js, markup.js, kernel.js, offline.js, exercise.js); two an exercise gets from its
+script (data-solved, data-verdict), which tests and tools read. protocol.py generates them into protocol.js
 (`tw.protocol.DOM`) and protocol.d.ts as it does the messages, so a script names
 `DOM.CLASS.STATUS`, never "tw-status"; tests/test_dom.py checks that the build writes every
 name and that no script spells one.
@@ -35,6 +36,8 @@ class Class(StrEnum):
     PARAMS = "tw-params"  # the parameters as printed (no controls on paper)
     LIVE = "tw-live"  # a value in prose bound to an instance: data-live="instance.output"
     FIXED = "tw-fixed"  # a value in prose at fixed parameters: data-fixed, data-params
+    EXERCISE = "tw-exercise"  # one exercise (build_hooks/pages/exercises.py): data-exercise; exercise.js
+    EXERCISE_STARTER = "tw-exercise-starter"  # its starter code as built: the editor's first text
 
 
 class Data(StrEnum):
@@ -55,6 +58,9 @@ class Data(StrEnum):
     CONFIG = "config"  # JSON: the site config (protocol.SiteConfig)
     ENABLED = "enabled"  # the code panel: "false" where the page turns it off
     EDITOR = "editor"  # the code panel: the editor bundle's path
+    EXERCISE = "exercise"  # an exercise's name (registry.exercise)
+    SOLVED = "solved"  # exercise.js: "true" on the exercise once an answer passed
+    VERDICT = "verdict"  # exercise.js: the last check's pass | fail | error | timeout
 
 
 class Id(StrEnum):

@@ -10,7 +10,8 @@ from this module (`python -m widgets_py.engine.protocol --write`) and tests/test
 checks that they are, that every widget's reply and step is what the types say, and that
 worker.js calls only the entries listed here.
 
-    page -> worker  Init, Call, Cancel, Ping (each second
+    page -> worker  Init, Call (a widget's run, its source and edits; an exercise and a
+                    check of the reader's answer), Cancel, Ping (each second
                     once booted: is the worker answering?)
     worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
                     modules and the first changes' preparations are in; `failed`: what did
@@ -51,7 +52,8 @@ TYPES = {
     "PROGRESS": "event:progress", "LOADED": "event:loaded", "ERROR": "event:error", "WARM": "event:warm",
     "STEP": "step", "REPLY": "reply",
 }
-CALLS = {"RUN": "run", "FIXED": "fixed", "TRAIN": "train", "SOURCE": "source", "EDITED": "edited"}
+CALLS = {"RUN": "run", "FIXED": "fixed", "TRAIN": "train", "SOURCE": "source", "EDITED": "edited",
+         "EXERCISE": "exercise", "CHECK": "check"}
 LAYOUT = svg.WIDE.name  # a call's layout when it names none
 # How often the worker shows and yields (worker.js reads them from protocol.js): each update
 # re-renders a widget on the page, whose main thread competes with the worker for the
@@ -64,7 +66,7 @@ SCHEDULE = {
 
 # What worker.js calls in browser.py (the package's browser entry), and on the objects two of
 # them return (Pyodide's proxies add destroy()).
-ENTRIES = ("prepare", "WarmUp", "Run", "fixed", "source", "render_edited", "Trainer")
+ENTRIES = ("prepare", "WarmUp", "Run", "fixed", "source", "render_edited", "Trainer", "exercise", "check_exercise")
 METHODS = {"WarmUp": ("advance",), "Run": ("advance",), "Trainer": ("advance",)}
 
 # ---- the calls: payload (page -> worker) and what the reply's `data` is ------------------
@@ -90,6 +92,46 @@ class EditedPayload(TypedDict):
     code: str
     params: dict[str, Any]
     layout: NotRequired[str]
+
+
+class ExercisePayload(TypedDict):
+    exercise: str  # its name (data-exercise)
+    attempted: bool  # the reader has checked an answer: the reply carries the solution
+
+
+class CheckPayload(TypedDict):
+    exercise: str
+    code: str  # the reader's answer, run as a module (reader_code.py)
+
+
+class ExerciseReply(TypedDict):
+    """What the page asks of an exercise beyond its HTML (exercises.py writes the statement
+    and the starter): the hints, and the solution once the reader has tried."""
+    name: str
+    title: str
+    function: str  # the function the reader writes
+    starter: str
+    hints: list[str]  # Catalan Markdown (inline: `code`, **bold**), revealed one by one
+    solution: NotRequired[str]  # only when `attempted`
+
+
+class CheckStarted(TypedDict):
+    """A check's one step: the worker starts running the reader's code now (the page's time
+    limit counts from here, not from a queue behind other calls)."""
+    started: Literal[True]
+
+
+class VerdictReply(TypedDict):
+    """exercise.Verdict.to_dict(): a check's grade (the page adds "timeout": no reply in time)."""
+    verdict: Literal["pass", "fail", "error"]
+    message: str  # Catalan, for the reader
+    passed: int
+    total: int
+    call: str  # the failing call as Python
+    hidden: bool
+    expected: str
+    got: str
+    line: int | None  # the reader's line where an exception arose
 
 
 class WidgetReply(TypedDict):
@@ -155,6 +197,8 @@ SIGNATURES: dict[str, tuple[type, Any, Any]] = {
     "TRAIN": (RunPayload, TrainProgress, Union[TrainProgress, Cancelled]),
     "SOURCE": (SourcePayload, None, SourceReply),
     "EDITED": (EditedPayload, None, Union[WidgetReply, EditError]),
+    "EXERCISE": (ExercisePayload, None, ExerciseReply),
+    "CHECK": (CheckPayload, CheckStarted, VerdictReply),
 }
 
 
@@ -201,9 +245,9 @@ class Init(TypedDict):
 
 
 class Call(TypedDict):
-    type: Literal["run", "fixed", "train", "source", "edited"]
+    type: Literal["run", "fixed", "train", "source", "edited", "exercise", "check"]
     id: int
-    payload: Union[RunPayload, FixedPayload, SourcePayload, EditedPayload]
+    payload: Union[RunPayload, FixedPayload, SourcePayload, EditedPayload, ExercisePayload, CheckPayload]
 
 
 class Cancel(TypedDict):
@@ -238,7 +282,7 @@ class Warm(TypedDict):
 class Step(TypedDict):
     type: Literal["step"]
     id: int
-    data: Union[RunStep, TrainProgress]
+    data: Union[RunStep, TrainProgress, CheckStarted]
 
 
 class Replied(TypedDict):

@@ -55,18 +55,25 @@
     return el ? { enabled: el.dataset[DATA.ENABLED] !== "false", editor: el.dataset[DATA.EDITOR] } : { enabled: false };
   }
 
+  /** The editor bundle's path; in the single file, the blob: URL its boot sets once it has
+   *  unpacked the bundle (export_boot.js, after DOMContentLoaded: an exercise asks at once). */
+  async function editorPath() {
+    const packed = tw.embedded && document.querySelector(`script[data-url-into^="${ID.CODE}:"]`);
+    for (let waited = 0; packed && !settings().editor && waited < 10000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    return settings().editor;
+  }
+
   let editorLib = null; // promise of window.twEditor, or null where it cannot load
   function loadEditor() {
     if (editorLib) return editorLib;
-    const src = settings().editor;
-    editorLib = !src ? Promise.resolve(null) : new Promise((resolve) => {
+    editorLib = editorPath().then((src) => !src ? null : new Promise((resolve) => {
       if (window.twEditor) return resolve(window.twEditor);
       const script = document.createElement("script");
       script.src = new URL(src, ROOT).href;
       script.onload = () => resolve(window.twEditor || null);
       script.onerror = () => resolve(null);
       document.head.appendChild(script);
-    });
+    }));
     return editorLib;
   }
 
@@ -382,5 +389,9 @@
     renew: () => live().forEach((p) => p.renew()),
     /** Every applied edit back to a draft (host.js, before restarting a hung worker). */
     shelve: () => live().forEach((p) => p.shelve()),
+    /** The editor, for exercise.js: a promise of the CodeMirror bundle (null where it cannot
+     *  load, even on a page whose panels are off), and the textarea that stands in for it. */
+    loadEditor,
+    plainEditor,
   };
 })();

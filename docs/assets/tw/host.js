@@ -290,16 +290,18 @@
     kernel.ready.then(() => page === here && markReady(), (error) => page === here && fail(error));
   }
 
-  /** A fresh worker, when a reader's code runs too long (codepanel.js "Atura"); then every
-   *  widget that does not show the prerendered figure recomputes in it. */
+  /** A fresh worker, when a reader's code runs too long (codepanel.js "Atura", exercise.js's
+   *  time limit); then every widget that does not show the prerendered figure recomputes in
+   *  it. False on a page without widgets (the caller restarts the kernel itself). */
   function restart() {
     const here = page;
-    if (!here) return;
+    if (!here) return false;
     if (tw.offline && tw.offline.stale) {
       // a newer build controls this page: a new worker would be that build's, under this
       // build's page (offline.js); the page itself is reloaded instead
       here.widgets.forEach((w) => setState(w, "loading", TEXT.stale));
-      return location.reload();
+      location.reload();
+      return true;
     }
     here.unsubscribe();
     showHung(here, false);
@@ -307,7 +309,10 @@
     here.rerun = true; // its figures came from the stopped worker (a retrained model, say)
     if (tw.codepanel) tw.codepanel.renew(); // what an open panel shows is the old worker's answer
     adopt(here);
+    return true;
   }
+
+  tw.host = { restart };
 
   // Material's document$ reports instant-navigation page swaps (and, over http, the first
   // page); from file:// it does not replay the first page, hence the DOMContentLoaded path.

@@ -13,7 +13,8 @@
 // checks that they are, that every widget's reply and step is what the types say, and that
 // worker.js calls only the entries listed here.
 //
-//     page -> worker  Init, Call, Cancel, Ping (each second
+//     page -> worker  Init, Call (a widget's run, its source and edits; an exercise and a
+//                     check of the reader's answer), Cancel, Ping (each second
 //                     once booted: is the worker answering?)
 //     worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
 //                     modules and the first changes' preparations are in; `failed`: what did
@@ -57,6 +58,8 @@
       TRAIN: "train",
       SOURCE: "source",
       EDITED: "edited",
+      EXERCISE: "exercise",
+      CHECK: "check",
     }),
     DOM: Object.freeze({
       CLASS: Object.freeze({
@@ -79,6 +82,8 @@
         PARAMS: "tw-params",
         LIVE: "tw-live",
         FIXED: "tw-fixed",
+        EXERCISE: "tw-exercise",
+        EXERCISE_STARTER: "tw-exercise-starter",
       }),
       DATA: Object.freeze({
         WIDGET: "widget",
@@ -98,6 +103,9 @@
         CONFIG: "config",
         ENABLED: "enabled",
         EDITOR: "editor",
+        EXERCISE: "exercise",
+        SOLVED: "solved",
+        VERDICT: "verdict",
       }),
       ID: Object.freeze({
         CONFIG: "tw-config",

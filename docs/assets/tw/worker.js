@@ -30,7 +30,7 @@ const { apply } = Reflect;
 const stopHere = Event.prototype.stopImmediatePropagation;
 const progress = (message, fraction) => send({ type: P.PROGRESS, message, fraction });
 const cancelled = new Set(); // ids of long calls asked to stop
-let entry = null; // the package's browser entry module (Run, fixed, source, render_edited, Trainer)
+let entry = null; // the package's browser entry module (Run, fixed, source, render_edited, Trainer, exercise, check_exercise)
 
 async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   progress("Carregant l'intèrpret de Python…", 0.05);
@@ -125,6 +125,13 @@ const CALLS = {
   [P.CALLS.SOURCE]: (/** @type {TWSourcePayload} */ { widget }) => parse(entry.source(widget)),
   [P.CALLS.EDITED]: (/** @type {TWEditedPayload} */ { widget, key, code, params, layout = P.LAYOUT }) =>
     parse(entry.render_edited(widget, key, code, stringify(params), layout)),
+  // an exercise's hints (and solution, once tried); a check of the reader's answer, which may
+  // never end: the page restarts the worker then (exercise.js), this cannot stop it
+  [P.CALLS.EXERCISE]: (/** @type {TWExercisePayload} */ { exercise, attempted }) => parse(entry.exercise(exercise, attempted)),
+  [P.CALLS.CHECK]: (/** @type {TWCheckPayload} */ { exercise, code }, /** @type {number} */ id) => {
+    send({ type: P.STEP, id, data: { started: true } }); // the page's time limit starts now
+    return parse(entry.check_exercise(exercise, code));
+  },
   // a few steps per turn, so that cancels and widget runs wait little; the curve is drawn
   // and shown at most every SHOW_MS: each update re-renders the figure on the page, whose
   // main thread then competes with this worker for the machine's cores (benchmarks/training.py

@@ -1,0 +1,344 @@
+// @ts-check
+// The chapter's exercises in the page (issue 41). The build writes each one's title, statement
+// and starter code (build_hooks/pages/exercises.py); this script makes the starter an editor
+// (the «Codi» panel's CodeMirror, codepanel.js; a textarea where it cannot load) with three
+// buttons: «Comprova» sends the reader's code to the page's Python worker, which grades it
+// against the chapter's own function (widgets_py/engine/exercise.py) under the lock-down of a
+// reader's edit (lockdown.js); «Pista» shows the next hint; «Solució», after an attempt, the
+// reference answer. The hints and the solution come from the worker, never from the HTML
+// (so never from the search index).
+//
+// A check that does not answer in LIMIT_MS from the moment the worker starts it is stopped: the worker is restarted (host.js, whose
+// widgets recompute in the fresh one, or the kernel itself on a page without widgets), and the
+// verdict is `timeout`. After each check the result line carries data-verdict (pass | fail |
+// error | timeout) and is announced (aria-live); a pass sets data-solved="true" on the exercise.
+// The verdict's words are plain text (textContent): nothing of the reader's reaches the page
+// as markup.
+//
+// Progress (the code, solved or not, hints shown, tried) is kept in localStorage per page and
+// exercise, over http(s) only: from disk (file://) every file shares that storage, as for the
+// code panel's edits. Code kept is shown, never run by itself.
+(() => {
+  "use strict";
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
+  if (tw.exercise) return;
+  const { EXERCISE, CHECK } = tw.protocol.CALLS;
+  const { CLASS, DATA, ID } = tw.protocol.DOM; // what the build's HTML carries (widgets_py/engine/dom.py)
+  const LIMIT_MS = 10000; // a check longer than this is stopped (issue 41)
+  const TEXT = {
+    check: "Comprova",
+    hint: "Pista",
+    solution: "Solució",
+    reset: "Torna a començar",
+    label: (name) => `La teva resposta: ${name}`,
+    hintTitle: (n) => `Pista ${n}`,
+    noMoreHints: "No hi ha més pistes.",
+    solutionLocked: "La solució es mostra després d'haver comprovat almenys una resposta.",
+    solutionTitle: "Una solució:",
+    waiting: "Esperant Python…",
+    checking: "Comprovant…",
+    timeout: `El codi no ha acabat en ${LIMIT_MS / 1000} s i s'ha aturat (Python s'ha reiniciat; les figures de la pàgina tornen a respondre). Hi ha algun bucle que no acaba?`,
+    failed: (why) => `No s'ha pogut comprovar: ${why}`,
+    file: "Pàgina oberta des del disc: per comprovar la resposta, serveix la carpeta del lloc (vegeu el README) o baixa el capítol en un sol fitxer.",
+    unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers): pots escriure la resposta, però no comprovar-la.",
+    restored: "S'ha recuperat el codi d'una visita anterior (no s'ha executat).",
+    plain: "(editor simple: no s'ha pogut carregar l'editor de codi)",
+  };
+  const keeps = location.protocol !== "file:"; // from disk every file shares one localStorage
+  // one key per page, however its URL was spelt (/cap15/ and /cap15/index.html are one page)
+  const storageKey = (name) => `tw-exercici:${location.pathname.replace(/\/index\.html$/, "/")}#${name}`;
+
+  /** {code, solved, tried, hints} kept for exercise `name`, or null. */
+  function stored(name) {
+    if (!keeps) return null;
+    try {
+      const data = JSON.parse(localStorage.getItem(storageKey(name)));
+      return data && typeof data.code === "string" ? data : null;
+    } catch {
+      return null;
+    }
+  }
+
+  function store(name, data) {
+    if (!keeps) return;
+    try {
+      if (data) localStorage.setItem(storageKey(name), JSON.stringify(data));
+      else localStorage.removeItem(storageKey(name));
+    } catch {
+      // private mode or full: the progress lasts this page only
+    }
+  }
+
+  function config() {
+    const el = document.getElementById(ID.CONFIG);
+    return el ? JSON.parse(el.dataset[DATA.CONFIG]) : null;
+  }
+
+  /** The visit's kernel (kernel.js: the one host.js uses, or a fresh one after a restart). */
+  const kernel = () => tw.kernel.get(config());
+
+  const button = (cls, label) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = cls;
+    b.textContent = label;
+    return b;
+  };
+
+  /** A hint's inline Markdown (`code`, **bold**) as DOM nodes: text, never markup. */
+  function inline(parent, text) {
+    for (const [i, part] of text.split(/(`[^`]*`|\*\*[^*]+\*\*)/).entries()) {
+      if (i % 2 === 0) parent.append(part);
+      else {
+        const el = document.createElement(part.startsWith("`") ? "code" : "strong");
+        el.textContent = part.startsWith("`") ? part.slice(1, -1) : part.slice(2, -2);
+        parent.append(el);
+      }
+    }
+    return parent;
+  }
+
+  class Exercise {
+    constructor(/** @type {HTMLElement} */ el) {
+      this.el = el;
+      this.name = el.dataset[DATA.EXERCISE];
+      const starterEl = /** @type {HTMLElement} */ (el.querySelector(`.${CLASS.EXERCISE_STARTER}`));
+      this.starter = starterEl ? starterEl.textContent : ""; // exercise.py's, as the build wrote it
+      const saved = stored(this.name);
+      this.state = { code: saved ? saved.code : this.starter, solved: Boolean(saved && saved.solved),
+        tried: Boolean(saved && saved.tried), hints: saved ? Math.max(0, Number(saved.hints) || 0) : 0 };
+      this.info = null; // the worker's ExerciseReply: hints (and the solution once tried)
+      this.running = null; // the check in flight
+      this.editor = null;
+
+      this.view = document.createElement("div");
+      this.view.className = "tw-code-view tw-exercise-editor"; // the code panel's look (tw.css)
+      const actions = document.createElement("div");
+      actions.className = "tw-exercise-actions";
+      this.buttons = {
+        check: button("tw-exercise-check", TEXT.check),
+        hint: button("tw-exercise-hint", TEXT.hint),
+        solution: button("tw-exercise-solution-button", TEXT.solution),
+        reset: button("tw-exercise-reset", TEXT.reset),
+      };
+      actions.append(...Object.values(this.buttons));
+      this.hints = document.createElement("div");
+      this.hints.className = "tw-exercise-hints";
+      this.solution = document.createElement("div");
+      this.solution.className = "tw-exercise-solution";
+      this.solution.hidden = true;
+      this.result = document.createElement("p");
+      this.result.className = "tw-exercise-result";
+      this.result.setAttribute("role", "status");
+      this.result.setAttribute("aria-live", "polite");
+      if (starterEl) starterEl.after(this.view, actions, this.hints, this.solution, this.result);
+      else el.append(this.view, actions, this.hints, this.solution, this.result);
+      if (starterEl) starterEl.hidden = true; // the editor holds it now (print shows it: tw.css)
+      el.dataset.enhanced = "true";
+
+      this.buttons.check.addEventListener("click", () => this.check());
+      this.buttons.hint.addEventListener("click", () => this.hint());
+      this.buttons.solution.addEventListener("click", () => this.reveal());
+      this.buttons.reset.addEventListener("click", () => this.reset());
+      this.refresh();
+      this.mount(saved);
+    }
+
+    async mount(saved) {
+      const lib = tw.codepanel ? await tw.codepanel.loadEditor() : null;
+      const options = { doc: this.state.code, readOnly: false, label: TEXT.label(this.name) };
+      this.editor = lib ? lib.create(this.view, options) : tw.codepanel.plainEditor(this.view, options);
+      this.view.dataset.editor = this.editor.kind;
+      if (!lib) this.view.append(Object.assign(document.createElement("p"), { className: "tw-exercise-plain", textContent: TEXT.plain }));
+      if (!this.usable()) this.say(location.protocol === "file:" && !tw.embedded ? TEXT.file : TEXT.unsupported);
+      else if (saved && saved.code !== this.starter) this.say(TEXT.restored);
+      for (let i = 0; i < this.state.hints; i++) await this.showHint(i);
+    }
+
+    get code() {
+      return this.editor ? this.editor.value : this.state.code;
+    }
+
+    save() {
+      this.state.code = this.code;
+      const untouched = this.state.code === this.starter && !this.state.solved && !this.state.tried && !this.state.hints;
+      store(this.name, untouched ? null : this.state);
+    }
+
+    refresh() {
+      if (this.state.solved) this.el.dataset[DATA.SOLVED] = "true";
+      else delete this.el.dataset[DATA.SOLVED];
+      this.buttons.check.disabled = this.running !== null;
+      const total = this.info ? this.info.hints.length : Infinity;
+      this.buttons.hint.disabled = this.state.hints >= total;
+      this.buttons.solution.disabled = !this.state.tried;
+      this.buttons.solution.title = this.state.tried ? "" : TEXT.solutionLocked;
+    }
+
+    say(text, verdict = null, line = null) {
+      this.result.textContent = text;
+      if (verdict) this.result.dataset[DATA.VERDICT] = verdict;
+      else delete this.result.dataset[DATA.VERDICT];
+      if (this.editor) this.editor.markLine(line);
+    }
+
+    /** The worker's ExerciseReply, asked again once the reader has tried (for the solution). */
+    async ask() {
+      if (this.info && (this.info.solution !== undefined || !this.state.tried)) return this.info;
+      const k = kernel();
+      await k.ready;
+      this.info = await k.call(EXERCISE, { exercise: this.name, attempted: this.state.tried });
+      this.refresh();
+      return this.info;
+    }
+
+    usable() {
+      return Boolean(tw.kernel && config() && tw.kernel.supported()); // from disk: only the single file
+    }
+
+    /** «Comprova»: the reader's code graded in the worker, stopped after LIMIT_MS. */
+    async check() {
+      if (this.running || !this.usable()) return;
+      const code = this.code;
+      this.save();
+      this.running = {};
+      this.refresh();
+      this.el.dataset.busy = "true";
+      let k = kernel();
+      if (!k.loaded) this.say(TEXT.waiting);
+      let verdict;
+      try {
+        await k.ready;
+        k = kernel();
+        this.say(TEXT.checking);
+        k.tainted = true; // the reader's code ran in it: it may have changed any module (host.js, codepanel.js)
+        // the limit counts from the moment the worker starts the reader's code (its step), not
+        // from a queue behind the widgets' runs (a fresh worker recomputes every widget first)
+        let timer;
+        let late;
+        const started = new Promise((resolve) => (late = resolve));
+        const call = k.call(CHECK, { exercise: this.name, code }, () => (timer = setTimeout(() => late(null), LIMIT_MS)));
+        verdict = await Promise.race([call, started]);
+        clearTimeout(timer);
+        if (verdict === null) {
+          call.catch(() => {}); // rejected by the restart: the timeout is what the reader hears
+          if (!(tw.host && tw.host.restart())) tw.kernel.restart(config());
+          verdict = { verdict: "timeout", message: TEXT.timeout, line: null };
+        }
+      } catch (error) {
+        verdict = { verdict: "error", message: TEXT.failed(error.message), line: null, failed: true };
+      }
+      this.running = null;
+      delete this.el.dataset.busy;
+      if (!verdict.failed) this.state.tried = true;
+      if (verdict.verdict === "pass") this.state.solved = true;
+      this.save();
+      this.refresh();
+      this.say(verdict.message, verdict.verdict, verdict.line); // the message names the reader's line (exercise.py); the editor marks it
+    }
+
+    async hint() {
+      if (!this.usable()) return;
+      if (!kernel().loaded) this.say(TEXT.waiting);
+      try {
+        await this.ask();
+      } catch (error) {
+        return this.say(TEXT.failed(error.message));
+      }
+      if (this.result.textContent === TEXT.waiting) this.say("");
+      if (this.state.hints >= this.info.hints.length) return this.say(TEXT.noMoreHints);
+      await this.showHint(this.state.hints);
+      this.state.hints += 1;
+      this.save();
+      this.refresh();
+    }
+
+    async showHint(i) {
+      if (this.hints.children.length > i) return;
+      try {
+        await this.ask();
+      } catch {
+        return; // shown when Python answers and the reader asks again
+      }
+      if (i >= this.info.hints.length || this.hints.children.length > i) return;
+      const p = document.createElement("p");
+      p.className = "tw-exercise-hint-text";
+      p.append(Object.assign(document.createElement("strong"), { textContent: `${TEXT.hintTitle(i + 1)}: ` }));
+      this.hints.append(inline(p, this.info.hints[i]));
+      this.refresh();
+    }
+
+    /** «Solució»: the reference answer, below the editor (the reader's code stays). */
+    async reveal() {
+      if (!this.state.tried || !this.usable()) return;
+      try {
+        await this.ask();
+      } catch (error) {
+        return this.say(TEXT.failed(error.message));
+      }
+      const pre = document.createElement("pre");
+      pre.tabIndex = 0; // a long line scrolls inside it: reachable and named (a phone's 360 px)
+      pre.setAttribute("aria-label", TEXT.solutionTitle);
+      const code = document.createElement("code");
+      code.className = "language-python";
+      code.textContent = this.info.solution || "";
+      pre.append(code);
+      this.solution.replaceChildren(Object.assign(document.createElement("p"), { textContent: TEXT.solutionTitle }), pre);
+      this.solution.hidden = false;
+    }
+
+    /** «Torna a començar»: the starter again; nothing kept. */
+    reset() {
+      if (this.editor) this.editor.setValue(this.starter);
+      this.state = { code: this.starter, solved: false, tried: false, hints: 0 };
+      this.hints.replaceChildren();
+      this.solution.hidden = true;
+      this.solution.replaceChildren();
+      this.info = null;
+      store(this.name, null);
+      this.say("");
+      this.refresh();
+    }
+  }
+
+  const made = new WeakMap(); // exercise element -> its Exercise
+
+  function start() {
+    document.querySelectorAll(`.${CLASS.EXERCISE}[data-${DATA.EXERCISE}]`).forEach((/** @type {HTMLElement} */ el) => {
+      if (!made.has(el)) made.set(el, new Exercise(el));
+    });
+  }
+
+  // the editor's text kept as the reader types, and on leaving the page
+  for (const type of ["input", "keyup", "paste", "cut"]) {
+    document.addEventListener(type, (e) => {
+      const el = e.target instanceof Element && e.target.closest(`.${CLASS.EXERCISE}`);
+      if (el && made.has(el)) setTimeout(() => made.get(el).save()); // after the editor took the change
+    }, true);
+  }
+  window.addEventListener("pagehide", () => document.querySelectorAll(`.${CLASS.EXERCISE}`).forEach((el) => made.has(el) && made.get(el).save()));
+
+  const find = (name) => {
+    const el = document.querySelector(`.${CLASS.EXERCISE}[data-${DATA.EXERCISE}="${CSS.escape(name)}"]`);
+    return el && made.has(el) ? made.get(el) : null;
+  };
+
+  tw.exercise = {
+    /** The editor's text of exercise `name` (CodeMirror draws only the lines in view): for tests. */
+    text: (name) => (find(name) ? find(name).code : null),
+    /** The editor's text replaced, as a paste would (tests in engines without a keyboard API);
+     *  false before the editor is made. */
+    setText: (name, code) => {
+      const ex = find(name);
+      if (!ex || !ex.editor) return false;
+      ex.editor.setValue(code);
+      ex.save();
+      return true;
+    },
+    LIMIT_MS,
+  };
+
+  if (window.document$ && typeof window.document$.subscribe === "function") window.document$.subscribe(() => start());
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,197 @@
+"""Exercises in the page (issue 41), in Chromium: the reader's code checked in the page's Python
+worker (assets/tw/exercise.js, widgets_py/engine/exercise.py). The reference passes and marks
+the exercise solved; the starter fails naming a case; plausible wrong answers fail; an exception
+names the reader's line; a run that never ends is stopped as `timeout` and the widgets answer
+after; progress survives a reload; at 360 px nothing scrolls sideways; on paper, the statement
+and an empty box, no buttons."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from test_exercises import WRONG
+from widgets_py.engine import browser as entry
+from widgets_py.engine import registry
+from widgets_py.engine.dom import Class, Data
+
+pytestmark = pytest.mark.browser
+
+PAGE = "cap15/"
+BOOT_MS = 90_000
+CHECK_MS = 60_000  # a check's reply, the worker's boot included
+WIDGET = '.tw-widget[data-widget="roofline"]'
+CHAPTER = [n for n in registry.exercise_names() if registry.declared_at(n)[0].startswith("widgets_py/cap15/")]
+
+
+def sel(name: str) -> str:
+    return f'.{Class.EXERCISE}[data-{Data.EXERCISE}="{name}"]'
+
+
+def info(name: str) -> dict:
+    return json.loads(entry.exercise(name, True))
+
+
+def opened(page, name: str):
+    page.wait_for_selector(f"{sel(name)} .tw-exercise-editor[data-editor]", timeout=BOOT_MS)
+
+
+def set_code(page, name: str, code: str):
+    """The reader's keys: everything selected in the editor, the answer typed over it."""
+    opened(page, name)
+    page.click(f"{sel(name)} .cm-content")
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(code)
+    assert page.evaluate("n => window.tw.exercise.text(n)", name) == code
+
+
+def button(page, name: str, label: str):
+    return page.locator(sel(name)).get_by_role("button", name=label, exact=True)
+
+
+def check(page, name: str, code: str | None = None, timeout: int = CHECK_MS) -> tuple[str, str]:
+    """(verdict, what the reader reads) of «Comprova»."""
+    if code is not None:
+        set_code(page, name, code)
+    button(page, name, "Comprova").click()  # marks the exercise busy at once (exercise.js)
+    page.wait_for_function(f"s => {{ const e = document.querySelector(s); return !e.dataset.busy && "
+                           f"e.querySelector('.tw-exercise-result').dataset.{Data.VERDICT}; }}", arg=sel(name), timeout=timeout)
+    result = page.locator(f"{sel(name)} .tw-exercise-result")
+    return result.get_attribute(f"data-{Data.VERDICT}"), result.inner_text()
+
+
+def ready(page, sel_=WIDGET, timeout=BOOT_MS):
+    page.wait_for_function("s => { const w = document.querySelector(s); return w.dataset.state === 'ready' && !w.dataset.busy; }",
+                           arg=sel_, timeout=timeout)
+
+
+def test_the_chapter_places_its_exercises(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    placed = page.eval_on_selector_all(f".{Class.EXERCISE}", f"es => es.map(e => e.dataset.{Data.EXERCISE})")
+    assert sorted(placed) == sorted(CHAPTER) and len(placed) >= 6
+    opened(page, "kv_bytes")  # the editor holds the starter: the built <pre> is hidden on screen
+    assert not page.locator(f"{sel('kv_bytes')} .{Class.EXERCISE_STARTER}").is_visible()
+    result = page.locator(f"{sel('kv_bytes')} .tw-exercise-result")
+    assert result.get_attribute("aria-live") == "polite" and result.get_attribute("role") == "status"
+    # the hints and the solution are asked of Python: not in the page's HTML (nor in its search index)
+    html = page.content()
+    for name in CHAPTER:
+        assert info(name)["solution"] not in html, name
+    assert watched.errors == []
+
+
+def test_each_reference_passes_its_starter_and_wrong_answers_fail(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    for name in CHAPTER:
+        verdict, said = check(page, name)  # the starter as the page shows it
+        assert verdict == "fail", (name, said)
+        assert "Amb l'exemple `" in said or "Amb un cas amagat `" in said, (name, said)
+        assert button(page, name, "Solució").is_enabled(), name  # tried once: the solution may be seen
+        assert page.get_attribute(sel(name), f"data-{Data.SOLVED}") is None
+        for why, wrong in WRONG.get(name, [])[:2]:
+            verdict, said = check(page, name, wrong)
+            assert verdict == "fail", (name, why, said)
+        verdict, said = check(page, name, info(name)["solution"])
+        assert verdict == "pass", (name, said)
+        assert page.get_attribute(sel(name), f"data-{Data.SOLVED}") == "true"
+    assert watched.errors == []
+
+
+def test_hints_one_by_one_and_the_solution_after_an_attempt(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    name = "kv_bytes"
+    opened(page, name)
+    assert button(page, name, "Solució").is_disabled()
+    hints = info(name)["hints"]
+    for i in range(len(hints)):
+        button(page, name, "Pista").click()
+        page.wait_for_function("([s, n]) => document.querySelectorAll(s + ' .tw-exercise-hint-text').length === n",
+                               arg=[sel(name), i + 1], timeout=BOOT_MS)
+    assert button(page, name, "Pista").is_disabled()
+    assert "caps de KV" in page.inner_text(f"{sel(name)} .tw-exercise-hints")
+    check(page, name)
+    button(page, name, "Solució").click()
+    page.wait_for_selector(f"{sel(name)} .tw-exercise-solution:not([hidden])", timeout=CHECK_MS)
+    assert info(name)["solution"].strip() in page.inner_text(f"{sel(name)} .tw-exercise-solution")
+
+
+def test_an_exception_names_the_reader_s_line(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    name = "kv_bytes"
+    fn = info(name)["function"]
+    verdict, said = check(page, name, f"def {fn}(**kwargs):\n    total = 0\n    return 1 / total\n")
+    assert verdict == "error" and "línia 3" in said and "ZeroDivisionError" in said, said
+    verdict, said = check(page, name, f"def {fn}(:\n    pass\n")
+    assert verdict == "error" and "línia 1" in said and "SyntaxError" in said, said
+
+
+def test_a_run_that_never_ends_is_stopped_and_the_widgets_answer_after(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    ready(page)
+    name = "decode_ceiling"
+    set_code(page, name, "while True:\n    pass\n")
+    start = time.monotonic()
+    verdict, said = check(page, name, timeout=30_000)
+    took = time.monotonic() - start
+    assert verdict == "timeout" and "aturat" in said, said
+    assert took < 14, f"the timeout came after {took:.1f} s"
+    # a fresh worker: the widgets come back and answer a change
+    ready(page)
+    page.select_option(f"{WIDGET} select[name=model]", "mixtral-8x7b")
+    ready(page)
+    assert page.get_attribute(WIDGET, "data-state") == "ready"
+    assert page.evaluate(f"JSON.parse(document.querySelector('{WIDGET}').dataset.values)")
+    # and the exercise is checked again in it
+    verdict, said = check(page, name, info(name)["solution"])
+    assert verdict == "pass", said
+
+
+def test_progress_survives_a_reload(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    solved, draft = "paged_waste", "spec_tokens"
+    assert check(page, solved, info(solved)["solution"])[0] == "pass"
+    typed = info(draft)["starter"] + "# encara hi treballo\n"
+    set_code(page, draft, typed)
+    page.reload()
+    opened(page, solved)
+    opened(page, draft)
+    assert page.get_attribute(sel(solved), f"data-{Data.SOLVED}") == "true"
+    assert page.evaluate("n => window.tw.exercise.text(n)", solved) == info(solved)["solution"]
+    assert page.evaluate("n => window.tw.exercise.text(n)", draft) == typed
+    assert page.get_attribute(sel(draft), f"data-{Data.SOLVED}") is None
+    # «Torna a començar»: the starter, nothing kept
+    button(page, solved, "Torna a començar").click()
+    page.reload()
+    opened(page, solved)
+    assert page.get_attribute(sel(solved), f"data-{Data.SOLVED}") is None
+    assert page.evaluate("n => window.tw.exercise.text(n)", solved) == info(solved)["starter"]
+
+
+def test_at_360_px_and_on_paper(watched, server):
+    page = watched.page
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.goto(server + PAGE)
+    for name in CHAPTER:
+        opened(page, name)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    for name in CHAPTER:
+        box = page.locator(sel(name)).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 360, name
+    page.emulate_media(media="print")
+    ex = page.locator(sel("kv_bytes"))
+    for label in ("Comprova", "Pista", "Solució"):
+        assert not button(page, "kv_bytes", label).is_visible(), label
+    assert not ex.locator(".tw-exercise-editor").is_visible()
+    assert ex.locator(f".{Class.EXERCISE_STARTER}").is_visible()
+    assert ex.locator(".tw-exercise-statement").is_visible()
+    after = page.evaluate(f"getComputedStyle(document.querySelector('{sel('kv_bytes')}'), '::after').content")
+    assert "Resposta" in after
