@@ -195,3 +195,31 @@ def test_at_360_px_and_on_paper(watched, server):
     assert ex.locator(".tw-exercise-statement").is_visible()
     after = page.evaluate(f"getComputedStyle(document.querySelector('{sel('kv_bytes')}'), '::after').content")
     assert "Resposta" in after
+
+
+def test_a_passing_answer_drives_its_figure_until_restore(watched, server):
+    """«Aplica a la figura» (exercise.Drives): the KV-cache widget runs the reader's function as
+    its «Codi» edit, says so, shows the same numbers a right answer gives; «Restaura» ends it."""
+    page = watched.page
+    page.goto(server + PAGE)
+    name, figure = "kv_bytes", '.tw-widget[data-widget="kv_cache"]'
+    ready(page, figure)
+    shown = f"s => [...document.querySelectorAll(s + ' [data-{Data.VALUE}]')].map(e => e.textContent)"
+    shipped = page.evaluate(shown, figure)
+    drive = button(page, name, "Aplica a la figura")
+    assert not drive.is_visible()  # only after a pass
+    assert check(page, name)[0] == "fail" and not drive.is_visible()
+    assert check(page, name, info(name)["solution"])[0] == "pass"
+    drive.click()
+    page.wait_for_function("s => document.querySelector(s).dataset.edited === 'true'", arg=figure, timeout=CHECK_MS)
+    ready(page, figure)
+    assert "la teva funció" in page.inner_text(f"{sel(name)} .tw-exercise-result")
+    assert page.evaluate(shown, figure) == shipped and "fit_paged" in page.get_attribute(figure, "data-values")
+    page.locator(f"{figure} .tw-code-toggle").click()
+    page.wait_for_function("s => (window.tw.codepanel.text(document.querySelector(s)) || '').includes('_la_teva_solucio')",
+                           arg=figure, timeout=CHECK_MS)
+    assert "la teva funció" in page.inner_text(f"{figure} .tw-code-status")
+    page.locator(f"{figure} .tw-code-restore").click()
+    page.wait_for_function("s => !document.querySelector(s).dataset.edited", arg=figure, timeout=CHECK_MS)
+    ready(page, figure)
+    assert watched.errors == []

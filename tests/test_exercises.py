@@ -385,3 +385,79 @@ def test_an_exercise_answers_what_the_chapter_s_widget_shows():
     dollars = ex("request_cost").reference(prefill_s=cost["prefill_s"], step_s=cost["decode_s"] / 500 * 32, answer=500,
                                            concurrency=32, dollars_per_hour=3.0 * 4)
     assert dollars == pytest.approx(cost["request_dollars"], rel=1e-12)
+
+
+# ---- a passing answer drives its widget (exercise.Drives) ----------------------------------
+
+DRIVING = [n for n in CHAPTER if ex(n).drives is not None]
+# settings of the driven widget where the reader's function decides what is shown
+DRIVEN_AT = {
+    "kv_bytes": [{}, {"model": "llama-3-8b", "cache_format": "fp8"}, {"model": "gpt2-xl", "cache_format": "fp32"}],
+    "sampling_chain": [{}, {"temperature": 0.7, "top_k": 5, "top_p": 0.8, "min_p": 0.05},
+                       {"temperature": 1.4, "top_p": 0.6, "penalty": 1.3}, {"temperature": 0.0}],
+}
+# a wrong function behind the seam moves the figure (so the figure calls the reader's function)
+MOVED_BY = {"kv_bytes": ({}, "bytes_per_token"), "sampling_chain": ({"top_k": 3, "top_p": 0.9}, "kept")}
+
+
+def driven_reply(name: str, code: str, params: dict) -> dict:
+    import json
+
+    from widgets_py.engine import browser
+    shipped = json.loads(browser.source(ex(name).drives.widget))["source"]
+    return json.loads(browser.render_edited(ex(name).drives.widget, f"ex-{name}", ex(name).driven(code, shipped),
+                                            json.dumps(params)))
+
+
+def test_the_exercises_that_name_a_widget_in_the_issue_drive_it():
+    assert {n: ex(n).drives.widget for n in DRIVING} == {"kv_bytes": "kv_cache", "sampling_chain": "sampling"}
+    assert set(DRIVEN_AT) == set(DRIVING) == set(MOVED_BY)
+
+
+@pytest.mark.parametrize("name", DRIVING)
+def test_a_pass_carries_the_widget_driven_by_the_answer_and_a_fail_does_not(name):
+    import json
+
+    from widgets_py.engine import browser
+    passed = json.loads(browser.check_exercise(name, ex(name).solution))
+    assert passed["verdict"] == "pass"
+    assert passed["figure"] == {"widget": ex(name).drives.widget,
+                                "code": ex(name).driven(ex(name).solution, json.loads(browser.source(
+                                    ex(name).drives.widget))["source"]),
+                                "exercise": ex(name).title, "title": registry.get(ex(name).drives.widget).title}
+    assert f"def {ex(name).drives.seam}(" in passed["figure"]["code"].split("_la_teva_solucio()")[-1]
+    failed = json.loads(browser.check_exercise(name, ex(name).starter))
+    assert failed["verdict"] == "fail" and "figure" not in failed
+
+
+@pytest.mark.parametrize("name", DRIVING)
+def test_the_solution_behind_the_seam_gives_the_widgets_own_numbers(name):
+    import json
+
+    for params in DRIVEN_AT[name]:
+        got = driven_reply(name, ex(name).solution, params)
+        assert "error" not in got, got
+        want = json.loads(json.dumps(registry.reply(ex(name).drives.widget, params, "wide")))
+        assert got["text"] == want["text"] and got["figure"] == want["figure"], params
+        numbers = {k: v for k, v in want["values"].items() if isinstance(v, float)}
+        assert {k: got["values"][k] for k in numbers} == pytest.approx(numbers, rel=1e-12), params
+        assert {k: v for k, v in got["values"].items() if k not in numbers} == {
+            k: v for k, v in want["values"].items() if k not in numbers}, params
+
+
+@pytest.mark.parametrize("name", DRIVING)
+def test_a_wrong_function_behind_the_seam_moves_the_figure(name):
+    import json
+
+    params, value = MOVED_BY[name]
+    wrong = WRONG[name][0][1]
+    got = driven_reply(name, wrong, params)["values"][value]
+    want = json.loads(json.dumps(registry.reply(ex(name).drives.widget, params, "wide")))["values"][value]
+    assert got != pytest.approx(want)
+
+
+def test_the_readers_names_cannot_shadow_the_widgets_own():
+    """An answer's helper named like a function of the widget's module stays the answer's."""
+    code = ex("sampling_chain").solution + "\n\ndef softmax(x):\n    raise RuntimeError('the reader\\'s')\n"
+    got = driven_reply("sampling_chain", code, {})
+    assert "error" not in got, got

@@ -124,6 +124,13 @@ interface TWCheckStarted {
   started: true;
 }
 
+interface TWDrivenFigure {
+  widget: string;
+  code: string;
+  exercise: string;
+  title: string;
+}
+
 interface TWVerdictReply {
   verdict: "pass" | "fail" | "error";
   message: string;
@@ -134,6 +141,7 @@ interface TWVerdictReply {
   expected: string;
   got: string;
   line: number | null;
+  figure?: TWDrivenFigure;
 }
 
 interface TWWidgetReply {

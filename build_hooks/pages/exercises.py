@@ -47,5 +47,8 @@ def html(name: str, config) -> str:
     return (f'<div class="{Class.EXERCISE}" id="tw-ex-{escape(name)}" data-{Data.EXERCISE}="{escape(name)}">'
             f'<p class="tw-exercise-title">Exercici: {escape(e.title)}</p>'
             f'<div class="tw-exercise-statement">{statement_html(e.statement, config)}</div>'
+            + (f'<p class="tw-exercise-drives">Quan la teva funció passi les comprovacions, la podràs aplicar '
+               f'a la figura «{escape(registry.get(e.drives.widget).title)}» i veure-la treballar.</p>'
+               if e.drives else '') +
             f'<pre class="{Class.EXERCISE_STARTER}" tabindex="0" aria-label="Codi inicial: {escape(e.title)}">'
             f'<code class="language-python">{escape(e.starter)}</code></pre></div>')

@@ -8,7 +8,7 @@ and shapes drawn around them, every cache format serving engines use.
 from __future__ import annotations
 
 from ..engine import fmt
-from ..engine.exercise import Exercise
+from ..engine.exercise import Drives, Exercise
 from ..maths.hardware import MODELS, ModelCard
 from ..maths.numformats import FORMATS
 from ..maths.serving import CACHE_FORMATS, kv_bytes_per_token
@@ -76,6 +76,15 @@ def kv_cache_bytes(n_layers, n_heads, n_kv_heads, d_head, cache, tokens, batch):
     return per_token * tokens * batch
 '''
 
+DRIVES = Drives(widget="kv_cache", seam="bytes_per_token", binding='''
+def bytes_per_token(m, cache_format):
+    """Bytes de cache per token, amb la teva funció (un token d'una seqüència). Els models amb
+    MLA guarden un latent en lloc de K i V per cap: aquests segueixen amb la fórmula del llibre."""
+    if m.mla:
+        return kv_bytes_per_token(m, cache_format)
+    return kv_cache_bytes(m.n_layers, m.n_heads, m.n_kv_heads, m.d_head, cache_format, 1, 1)
+''')
+
 EXERCISE = Exercise(
     name="kv_bytes",
     title="Els bytes del KV-cache amb GQA",
@@ -90,4 +99,5 @@ EXERCISE = Exercise(
     examples=(EXAMPLE, case("llama-3-8b", "fp8", 4096, 16), case("gpt2-xl", "fp32", 1024, 2)),
     draw=draw,
     seed=1502,
+    drives=DRIVES,
 )

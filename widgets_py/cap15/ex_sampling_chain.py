@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.exercise import Exercise
+from ..engine.exercise import Drives, Exercise
 from ..maths.decoding import restricted, shape
 
 NOTHING_SEEN = np.zeros(0, dtype=int)  # no repetition penalty here: no token counts as seen
@@ -92,6 +92,21 @@ def sampling_probs(logits, temperature, top_k, top_p, min_p):
     return q / q.sum()  # 5. renormalitzar
 '''
 
+DRIVES = Drives(widget="sampling", seam="filtered", binding='''
+from ..maths.decoding import penalised, tempered
+
+
+def filtered(logits, seen, temperature, top_k, top_p, min_p, penalty):
+    """La cadena amb la teva funció: temperatura, top-k, top-p i min-p són els teus; la
+    penalització de repetició i el cas greedy (temperatura 0), els del llibre. Torna la
+    distribució amb temperatura i quins tokens poden sortir."""
+    if temperature == 0:
+        return shape(logits, seen, temperature, top_k, top_p, min_p, penalty)
+    z = penalised(logits, seen, penalty)
+    final = np.asarray(sampling_probs(z, temperature, top_k, top_p, min_p), dtype=float)
+    return softmax(tempered(z, temperature)), final > 0
+''')
+
 EXERCISE = Exercise(
     name="sampling_chain",
     title="La cadena de mostreig, en l'ordre del camp",
@@ -114,4 +129,5 @@ EXERCISE = Exercise(
     seed=1506,
     rtol=1e-7,
     atol=1e-12,
+    drives=DRIVES,
 )

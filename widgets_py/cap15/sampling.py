@@ -56,7 +56,7 @@ def generate(params: dict, cfg: gpt.GPTConfig, prompt: np.ndarray, n: int, setti
     seen = np.zeros(cfg.vocab, dtype=bool)  # [V] tokens present in the sequence so far
     seen[np.asarray(prompt)] = True
     for _ in range(n):
-        p, keep = shape(last, seen.nonzero()[0], **settings)  # temperature, top-k, top-p, min-p, penalty
+        p, keep = filtered(last, seen.nonzero()[0], **settings)  # temperature, top-k, top-p, min-p, penalty
         dist = restricted(p, keep)
         token = draw(dist, rng.random())  # sample
         yield Step(window, dist, token)
@@ -68,6 +68,14 @@ def generate(params: dict, cfg: gpt.GPTConfig, prompt: np.ndarray, n: int, setti
         else:  # slide: drop the oldest token and recompute the window from position 0
             window = np.append(window[1:], token)
             last = gpt.next_logits(params, cfg, window)  # no cache: the next step slides again
+
+
+def filtered(logits: np.ndarray, seen: np.ndarray, temperature: float, top_k: int, top_p: float,
+             min_p: float, penalty: float) -> tuple[np.ndarray, np.ndarray]:
+    """([V] tempered distribution, [V] mask of the tokens that can be drawn): maths.decoding's
+    chain, called through this module so that a passing answer to the exercise on the chain
+    can stand in for it (ex_sampling_chain.DRIVES)."""
+    return shape(logits, seen, temperature, top_k, top_p, min_p, penalty)
 
 
 def context_at(position: int) -> np.ndarray:
@@ -93,7 +101,7 @@ def sampling(temperature: float, top_k: int, top_p: float, min_p: float, penalty
     prompt, logits, kv = prefill(position)
     settings = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, penalty=penalty)
     raw = softmax(logits.astype(np.float64))
-    probs, keep = shape(logits, prompt, **settings)
+    probs, keep = filtered(logits, prompt, **settings)
     kept = restricted(probs, keep)
     top = int(np.argmax(probs))
     out = {
@@ -125,7 +133,7 @@ def _drawing(position: int, temperature: float, top_k: int, top_p: float, min_p:
     """The figure's plot: the same for every stage of a change (the sample and its seed do
     not enter it), so drawn once per change (session.cached), not once per stage."""
     prompt, logits, _ = prefill(position)  # no second forward
-    probs, keep = shape(logits, prompt, temperature, top_k, top_p, min_p, penalty)
+    probs, keep = filtered(logits, prompt, temperature, top_k, top_p, min_p, penalty)
     order = np.argsort(-probs, kind="stable")[:SHOWN]
     top = max(probs[order[0]], 1e-9)
     plot = Plot(height=260, left=56).scales((0, SHOWN), (0, top * 1.1))

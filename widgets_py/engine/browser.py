@@ -136,9 +136,17 @@ def exercise(name: str, attempted: bool = False) -> str:
 
 
 def check_exercise(name: str, code: str) -> str:
-    """JSON of the grade of the reader's `code` for exercise `name` (protocol.VerdictReply). A
-    run that never ends is the page's to stop (exercise.js: the worker is restarted)."""
-    return json.dumps(registry.exercise(name).check(code).to_dict(), ensure_ascii=False)
+    """JSON of the grade of the reader's `code` for exercise `name` (protocol.VerdictReply); a
+    pass of an exercise that drives a widget carries that widget's module with the reader's
+    function behind its seam (`figure`: the edit the page may apply). A run that never ends is
+    the page's to stop (exercise.js: the worker is restarted)."""
+    e = registry.exercise(name)
+    data = e.check(code).to_dict()
+    if data["verdict"] == "pass" and e.drives is not None:
+        shipped = json.loads(source(e.drives.widget))["source"]
+        data["figure"] = {"widget": e.drives.widget, "code": e.driven(code, shipped), "exercise": e.title,
+                          "title": registry.get(e.drives.widget).title}
+    return json.dumps(data, ensure_ascii=False)
 
 
 class Trainer:

@@ -13,6 +13,10 @@ same number. Hidden cases come from a seeded generator: the same on every machin
 the page's HTML. The build proves each exercise (`proof`): the reference and the solution pass,
 the starter fails.
 
+A passing answer can also drive a figure (`Drives`): the widget's module calls one of its own
+functions, a seam, and `driven` writes that module again with the reader's function behind the
+seam; the page applies it as a «Codi» edit (edits.py), so the figure says so until «Restaura».
+
 Not here: the time limit. A `while True: pass` cannot be stopped from inside Python; the page
 stops the worker that does not answer in time and says so (verdict `timeout`). A
 KeyboardInterrupt (Pyodide's interrupt buffer) is therefore let through, never graded.
@@ -59,6 +63,17 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Drives:
+    """A widget a passing answer can drive: its module calls `seam`, a function of its own, and
+    `binding` (Python, run after the reader's code in that module, with the reader's function
+    bound to the exercise's `function` name) defines `seam` again through the reader's function."""
+
+    widget: str  # registry key of the widget
+    seam: str  # the module-level function of the widget's module the binding replaces
+    binding: str  # Python text: `def seam(...)` calling the reader's function
+
+
+@dataclass(frozen=True)
 class Exercise:
     name: str  # registry key, used in Markdown (md:exercise) and in data-exercise
     title: str  # Catalan title shown above the exercise
@@ -74,6 +89,7 @@ class Exercise:
     seed: int = 0  # the hidden cases' generator
     rtol: float = 1e-9  # relative tolerance for floats (ints are compared exactly)
     atol: float = 0.0  # absolute tolerance, for values that may be 0
+    drives: Drives | None = None  # a widget whose figure a passing answer can drive
 
     def __post_init__(self):
         if not NAME.fullmatch(self.name):
@@ -82,6 +98,19 @@ class Exercise:
             raise ValueError(f"exercise {self.name}: 1 to 3 hints, not {len(self.hints)}")
         if not self.examples:
             raise ValueError(f"exercise {self.name}: at least one visible example")
+
+    def driven(self, code: str, widget_source: str) -> str:
+        """The widget's module (`widget_source`) with the reader's `code` behind its seam: the
+        code runs in a function of its own (its names cannot shadow the module's), which hands
+        back the reader's function; the binding then defines the seam again through it."""
+        if self.drives is None:
+            raise ValueError(f"l'exercici '{self.name}' no mou cap figura")
+        body = "".join(f"    {line}" if line.strip() else line for line in code.strip("\n").splitlines(True))
+        return (f"{widget_source.rstrip()}\n\n\n"
+                f"# La teva solució de l'exercici «{self.title}», al lloc de `{self.drives.seam}`.\n"
+                f"# «Restaura» torna al codi original.\n\n"
+                f"def _la_teva_solucio():\n{body}\n    return {self.function}\n\n\n"
+                f"{self.function} = _la_teva_solucio()\n\n\n{self.drives.binding.strip()}\n")
 
     def cases(self) -> list[Case]:
         """The visible examples, then the hidden cases the seed draws (the same everywhere)."""

@@ -121,6 +121,15 @@ class CheckStarted(TypedDict):
     started: Literal[True]
 
 
+class DrivenFigure(TypedDict):
+    """A widget's module with the reader's passing function behind its seam (exercise.Drives):
+    the page applies it as the widget's «Codi» edit."""
+    widget: str
+    code: str
+    exercise: str  # the exercise's title
+    title: str  # the widget's title
+
+
 class VerdictReply(TypedDict):
     """exercise.Verdict.to_dict(): a check's grade (the page adds "timeout": no reply in time)."""
     verdict: Literal["pass", "fail", "error"]
@@ -132,6 +141,7 @@ class VerdictReply(TypedDict):
     expected: str
     got: str
     line: int | None  # the reader's line where an exception arose
+    figure: NotRequired[DrivenFigure]  # on a pass of an exercise that drives a widget
 
 
 class WidgetReply(TypedDict):

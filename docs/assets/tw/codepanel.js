@@ -162,6 +162,7 @@
       this.draft = saved ? saved.code : null; // the editor's text, kept across reloads; never run by itself
       this.restored = saved !== null; // a draft from an earlier visit, not run yet
       this.notice = null; // a status that outlives a reload of the view (shelve)
+      this.said = null; // what the panel says of an applied edit written elsewhere (applyCode), or TEXT.ok
 
       const head = w.querySelector(`.${CLASS.HEAD}`);
       this.mark = document.createElement("span");
@@ -278,7 +279,7 @@
       this.section.dataset.editor = this.editor.kind;
       this.file.textContent = this.shipped.module.replace(/\./g, "/") + ".py" + (lib ? "" : ` ${TEXT.plain}`);
       this.section.dataset.mode = "read";
-      this.say(this.code !== null ? TEXT.ok : this.notice ? this.notice
+      this.say(this.code !== null ? this.said || TEXT.ok : this.notice ? this.notice
         : this.restored && this.draft !== null ? TEXT.draft : TEXT.shipped(this.shipped.file));
       if (this.draft !== null) this.startEditing();
       this.refresh();
@@ -300,7 +301,25 @@
       this.code = this.draft = code;
       this.restored = false;
       this.notice = null;
+      this.said = null;
       this.saved = store(this.w, { code });
+      this.refresh();
+      this.host.recompute();
+    }
+
+    /** An edit written elsewhere (an exercise's passing answer behind one of the module's
+     *  functions, exercise.js): applied as «Executa» applies the editor's text; `said` is what
+     *  the panel says while it runs. */
+    applyCode(code, said) {
+      this.code = this.draft = code;
+      this.restored = false;
+      this.notice = null;
+      this.said = said;
+      this.saved = store(this.w, { code });
+      if (this.editor && this.shipped) {
+        this.editor.setValue(code);
+        this.startEditing();
+      }
       this.refresh();
       this.host.recompute();
     }
@@ -326,7 +345,8 @@
         this.say(TEXT.error(data.error), data.error);
         throw Object.assign(new Error(TEXT.error(data.error)), data.error);
       }
-      this.say(this.saved === false ? `${TEXT.ok} ${keeps ? TEXT.notSaved : TEXT.notKept}` : TEXT.ok);
+      const ok = this.said || TEXT.ok;
+      this.say(this.saved === false ? `${ok} ${keeps ? TEXT.notSaved : TEXT.notKept}` : ok);
       return data;
     }
 
@@ -345,6 +365,7 @@
       this.code = this.draft = null;
       this.restored = false;
       this.notice = null;
+      this.said = null;
       store(this.w, null);
       if (this.editor && this.shipped) {
         this.editor.setValue(this.shipped.source);
@@ -382,6 +403,10 @@
     /** The edited code the widget runs, or null when it runs the shipped module. */
     edited: (w) => (panels.has(w) ? panels.get(w).code : null),
     run: (w, kernel, params) => panels.get(w).run(kernel, params),
+    /** Whether widget `w` has a panel that can take an edit written elsewhere (applyCode). */
+    has: (w) => panels.has(w),
+    /** `code` becomes widget `w`'s edit, applied at once (an exercise's passing answer). */
+    apply: (w, code, said) => panels.get(w).applyCode(code, said),
     /** The editor's text (CodeMirror draws only the lines in view): for tests and the curious. */
     text: (w) => (panels.has(w) && panels.get(w).editor ? panels.get(w).editor.value : null),
     liveTitle: TEXT.liveTitle,

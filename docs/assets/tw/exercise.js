@@ -15,6 +15,11 @@
 // The verdict's words are plain text (textContent): nothing of the reader's reaches the page
 // as markup.
 //
+// A pass of an exercise that drives a widget (exercise.Drives: top-p in the sampling figure, KV
+// bytes in the cache's) carries that widget's module with the reader's function behind its
+// seam; «Aplica a la figura» applies it as the widget's «Codi» edit (codepanel.js), so the
+// figure redraws with the reader's function and says so until its «Restaura».
+//
 // Progress (the code, solved or not, hints shown, tried) is kept in localStorage per page and
 // exercise, over http(s) only: from disk (file://) every file shares that storage, as for the
 // code panel's edits. Code kept is shown, never run by itself.
@@ -30,6 +35,9 @@
     hint: "Pista",
     solution: "Solució",
     reset: "Torna a començar",
+    drive: "Aplica a la figura",
+    driven: (title) => `La figura «${title}» fa servir ara la teva funció; el seu botó «Restaura» hi torna el codi del llibre.`,
+    drivenPanel: (title) => `La figura fa servir la teva funció de l'exercici «${title}». «Restaura» torna al codi original.`,
     label: (name) => `La teva resposta: ${name}`,
     hintTitle: (n) => `Pista ${n}`,
     noMoreHints: "No hi ha més pistes.",
@@ -120,7 +128,10 @@
         hint: button("tw-exercise-hint", TEXT.hint),
         solution: button("tw-exercise-solution-button", TEXT.solution),
         reset: button("tw-exercise-reset", TEXT.reset),
+        drive: button("tw-exercise-drive", TEXT.drive),
       };
+      this.buttons.drive.hidden = true; // after a pass, where the exercise drives a widget of the page
+      this.figure = null; // {widget, code}: that widget's module with the reader's function (protocol.DrivenFigure)
       actions.append(...Object.values(this.buttons));
       this.hints = document.createElement("div");
       this.hints.className = "tw-exercise-hints";
@@ -140,6 +151,7 @@
       this.buttons.hint.addEventListener("click", () => this.hint());
       this.buttons.solution.addEventListener("click", () => this.reveal());
       this.buttons.reset.addEventListener("click", () => this.reset());
+      this.buttons.drive.addEventListener("click", () => this.drive());
       this.refresh();
       this.mount(saved);
     }
@@ -232,9 +244,26 @@
       delete this.el.dataset.busy;
       if (!verdict.failed) this.state.tried = true;
       if (verdict.verdict === "pass") this.state.solved = true;
+      this.figure = verdict.verdict === "pass" && verdict.figure && this.widget(verdict.figure.widget) ? verdict.figure : null;
+      this.buttons.drive.hidden = this.figure === null;
       this.save();
       this.refresh();
       this.say(verdict.message, verdict.verdict, verdict.line); // the message names the reader's line (exercise.py); the editor marks it
+    }
+
+    /** The page's first widget `name` that can take an edit (its «Codi» panel), or null. */
+    widget(name) {
+      const w = document.querySelector(`.${CLASS.WIDGET}[data-${DATA.WIDGET}="${CSS.escape(name)}"]`);
+      return w && tw.codepanel && tw.codepanel.has(w) ? /** @type {HTMLElement} */ (w) : null;
+    }
+
+    /** «Aplica a la figura»: the passing answer drives its widget, as that widget's edit. */
+    drive() {
+      const w = this.figure && this.widget(this.figure.widget);
+      if (!w) return;
+      tw.codepanel.apply(w, this.figure.code, TEXT.drivenPanel(this.figure.exercise));
+      this.say(TEXT.driven(this.figure.title), "pass");
+      w.scrollIntoView({ block: "start" });
     }
 
     async hint() {
@@ -290,6 +319,8 @@
     /** «Torna a començar»: the starter again; nothing kept. */
     reset() {
       if (this.editor) this.editor.setValue(this.starter);
+      this.figure = null;
+      this.buttons.drive.hidden = true;
       this.state = { code: this.starter, solved: false, tried: false, hints: 0 };
       this.hints.replaceChildren();
       this.solution.hidden = true;
