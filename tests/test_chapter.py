@@ -229,6 +229,9 @@ def test_prose_defines_each_term_at_its_first_use_per_section():
             '<h2 id="b">B</h2><p><abbr title="d">KV</abbr> <abbr title="d">KV</abbr></p>')
     assert first_uses(html) == ('<p><abbr title="d">KV</abbr> i kv, <abbr title="e">TTFT</abbr></p>'
                                 '<h2 id="b">B</h2><p><abbr title="d">KV</abbr> KV</p>')
+    # a piece of a longer name is not the term (Markdown's abbr matches at a hyphen), nor its first use
+    html = '<p>TensorRT-<abbr title="l">LLM</abbr> i <abbr title="l">LLM</abbr>-x, un <abbr title="l">LLM</abbr></p>'
+    assert first_uses(html) == '<p>TensorRT-LLM i LLM-x, un <abbr title="l">LLM</abbr></p>'
 
 
 def test_the_built_prose_marks_a_term_once_per_section(site):

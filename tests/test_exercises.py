@@ -395,9 +395,11 @@ DRIVEN_AT = {
     "kv_bytes": [{}, {"model": "llama-3-8b", "cache_format": "fp8"}, {"model": "gpt2-xl", "cache_format": "fp32"}],
     "sampling_chain": [{}, {"temperature": 0.7, "top_k": 5, "top_p": 0.8, "min_p": 0.05},
                        {"temperature": 1.4, "top_p": 0.6, "penalty": 1.3}, {"temperature": 0.0}],
+    "spec_tokens": [{}, {"coupling": "rejection", "k": 6}, {"draft_every": "16", "k": 2}],
 }
 # a wrong function behind the seam moves the figure (so the figure calls the reader's function)
-MOVED_BY = {"kv_bytes": ({}, "bytes_per_token"), "sampling_chain": ({"top_k": 3, "top_p": 0.9}, "kept")}
+MOVED_BY = {"kv_bytes": ({}, "bytes_per_token"), "sampling_chain": ({"top_k": 3, "top_p": 0.9}, "kept"),
+            "spec_tokens": ({}, "tokens_per_pass_law")}
 
 
 def driven_reply(name: str, code: str, params: dict) -> dict:
@@ -410,7 +412,8 @@ def driven_reply(name: str, code: str, params: dict) -> dict:
 
 
 def test_the_exercises_that_name_a_widget_in_the_issue_drive_it():
-    assert {n: ex(n).drives.widget for n in DRIVING} == {"kv_bytes": "kv_cache", "sampling_chain": "sampling"}
+    assert {n: ex(n).drives.widget for n in DRIVING} == {"kv_bytes": "kv_cache", "sampling_chain": "sampling",
+                                                         "spec_tokens": "speculative"}
     assert set(DRIVEN_AT) == set(DRIVING) == set(MOVED_BY)
 
 

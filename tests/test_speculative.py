@@ -399,3 +399,28 @@ def test_the_context_guard_counts_the_cached_positions():
     _, kv = model.extend([1] * 8)
     with pytest.raises(ValueError, match=r"positions 8\.\.10 lie beyond"):
         model.extend([2, 3, 4], kv)
+
+
+def test_the_laws_alpha_is_the_share_kept_of_the_proposals_judged():
+    """Rounds of iid proposals, each kept with probability alpha until the first rejection
+    (Leviathan et al. 2023, §3.5): judged_acceptance recovers alpha, the share of everything
+    drafted (vLLM's acceptance rate, the widget's `acceptance`) does not."""
+    from widgets_py.cap15.speculative import judged_acceptance
+    assert judged_acceptance([{"proposed": 4, "accepted": 4}, {"proposed": 4, "accepted": 1}]) == 5 / 6
+    rng = np.random.default_rng(15)
+    for alpha, gamma in ((0.8, 4), (0.5, 6), (0.3, 2)):
+        kept = rng.random((20_000, gamma)) < alpha  # [rounds, gamma]
+        accepted = np.where(kept.all(axis=1), gamma, np.argmin(kept, axis=1))  # up to the first rejection
+        rounds = [{"proposed": gamma, "accepted": int(a)} for a in accepted]
+        assert judged_acceptance(rounds) == pytest.approx(alpha, abs=0.01)
+        assert accepted.mean() / gamma < alpha - 0.05
+
+
+def test_the_widget_sets_the_law_beside_what_it_counts():
+    v = run("speculative", {}).values
+    assert v["tokens_per_pass_law"] == tokens_per_pass(v["alpha_judged"], 4)
+    assert v["alpha_judged"] > v["acceptance"]
+    # over ten seeds the law, at each run's judged alpha, predicts what the runs count
+    runs = [run("speculative", {"seed": s, "tokens": 64}).values for s in range(10)]
+    law, counted = (np.mean([r[key] for r in runs]) for key in ("tokens_per_pass_law", "tokens_per_pass"))
+    assert law == pytest.approx(counted, rel=0.06)

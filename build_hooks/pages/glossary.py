@@ -83,13 +83,23 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
     return markdown.replace(DIRECTIVE, build.glossary.table())
 
 
+def joined(m: re.Match) -> bool:
+    """Whether an <abbr> is a piece of a longer name (the LLM of TensorRT-LLM): Markdown's abbr
+    matches at a hyphen, the glossary's own pattern (Glossary.pattern) does not."""
+    before, after = m.string[m.start() - 1:m.start()], m.string[m.end():m.end() + 1]
+    return bool(re.fullmatch(r"[\w-]", before) or re.fullmatch(r"[\w-]", after))
+
+
 def per_section(html: str, mark) -> str:
-    """`mark(match, first)` for each <abbr> of the page; `first`: the term's first in its <h2> section."""
+    """`mark(match, first)` for each <abbr> of the page; `first`: the term's first in its <h2> section.
+    An <abbr> inside a longer name is plain text (`joined`)."""
     out = []
     for section in re.split(r"(?=<h2[ >])", html):
         seen: set[str] = set()
 
         def each(m: re.Match) -> str:
+            if joined(m):
+                return m.group(2)
             term = m.group(2).casefold()
             first = term not in seen
             seen.add(term)

@@ -41,12 +41,13 @@ Escriu `decode_ceiling(params, bytes_per_param, bandwidth)`, que torni aquest so
 per segon:
 
 - `params`: els paràmetres que es llegeixen a cada pas (un enter);
-- `bytes_per_param`: els bytes de cada pes (2 en BF16, 1 en FP8 o INT8, 0,5 en INT4);
+- `bytes_per_param`: els bytes de cada pes (4 en FP32, 2 en BF16, 1 en FP8 o INT8, 0,5 en INT4);
 - `bandwidth`: l'ample de banda de la memòria, en **bytes** per segon.
 
-Per exemple, {MODELS["llama-3-70b"].label} en BF16 en una {GPUS["h100-80gb"].label}
-({fmt.with_unit(GPUS["h100-80gb"].bandwidth / 1e9, 0, "GB/s")}) no passa de
-{fmt.with_unit(ceiling(**EXAMPLE), 1, "tokens/s")}.
+Per exemple, {MODELS["llama-3-70b"].label} en BF16, que llegeix
+{fmt.with_unit(EXAMPLE["params"] / 1e9, 1, "G")} paràmetres per pas (tots menys la taula d'entrada),
+no passaria de {fmt.with_unit(ceiling(**EXAMPLE), 1, "tokens/s")} en una {GPUS["h100-80gb"].label}
+({fmt.with_unit(GPUS["h100-80gb"].bandwidth / 1e9, 0, "GB/s")}), si hi cabés.
 """
 
 STARTER = '''def decode_ceiling(params, bytes_per_param, bandwidth):

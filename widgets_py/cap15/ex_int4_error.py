@@ -31,10 +31,11 @@ def draw(rng) -> dict:
 W = np.array([[0.9, -0.2], [0.1, 0.35], [-0.6, 0.05], [0.3, -0.8], [1.2, 0.0], [-0.45, 0.7]], np.float32)
 
 STATEMENT = f"""
-La quantització INT4 per grups desa cada pes amb un enter de −{INT_TOP["int4"]} a
-{INT_TOP["int4"]} i una escala per grup. La matriu `w` té forma `[entrades, sortides]` (el model
+En la variant simètrica del widget del §4, la quantització INT4 per grups desa cada pes amb un
+enter de −{INT_TOP["int4"]} a {INT_TOP["int4"]} i una escala per grup (AWQ i GPTQ aprofiten els 16
+codis, amb un punt zero, i desen l'escala en FP16). La matriu `w` té forma `[entrades, sortides]` (el model
 calcula `x @ w`), i un grup són `group` pesos consecutius d'una mateixa columna, al llarg de les
-entrades, com fan AWQ i GPTQ; si les entrades no són múltiple de `group`, el darrer grup de cada
+entrades, com els agrupen AWQ i GPTQ; si les entrades no són múltiple de `group`, el darrer grup de cada
 columna és més curt. Per a cada grup:
 
 1. l'escala és el valor absolut màxim del grup dividit per {INT_TOP["int4"]}, desada en BF16

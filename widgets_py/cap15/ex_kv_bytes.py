@@ -47,11 +47,11 @@ STATEMENT = f"""
 Per cada token, cada capa del model guarda al KV-cache una clau K i un valor V de `d_head`
 nombres per a cada cap de KV. Amb l'atenció de consultes agrupades (GQA), diversos caps de
 consulta comparteixen els mateixos K i V: hi ha `n_kv_heads` caps de KV, menys que els
-`n_heads` caps de consulta.
+`n_heads` caps de consulta (sense GQA, en són tants com aquests).
 
 Escriu `kv_cache_bytes(n_layers, n_heads, n_kv_heads, d_head, cache, tokens, batch)`, que torni
 els bytes (un enter) que ocupa el cache de `batch` seqüències de `tokens` tokens cadascuna, en
-el format `cache`, que ocupa aquests bytes per nombre: {BYTES}.
+el format `cache`, on cada nombre ocupa: {BYTES}.
 
 Per exemple, {MODELS["llama-3-70b"].label} ({EXAMPLE["n_layers"]} capes, {EXAMPLE["n_heads"]} caps
 de consulta, {EXAMPLE["n_kv_heads"]} de KV de {EXAMPLE["d_head"]} dimensions) amb

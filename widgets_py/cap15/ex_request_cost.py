@@ -40,7 +40,8 @@ segons del grup que fa servir:
 
 - el *prefill* del seu *prompt*, `prefill_s` segons, amb el grup per a ella sola;
 - els `answer` passos de *decode* de la seva resposta, de `step_s` segons cadascun; però cada pas
-  serveix alhora les `concurrency` seqüències del lot, i la petició en paga només la seva part.
+  serveix alhora les `concurrency` seqüències del lot, i la petició en paga una part igual
+  a la de les altres, 1/`concurrency` de cada pas.
 
 Escriu `request_cost(prefill_s, step_s, answer, concurrency, dollars_per_hour)`, que torni el que
 costa la petició, en dòlars.

@@ -1,4 +1,4 @@
-"""Exercise of §6: the sampling chain, in the field's order.
+"""Exercise of §6: the sampling chain, in Hugging Face transformers' order.
 
 The reference is maths.decoding.shape then restricted, the chain the sampling widget draws
 from: Hugging Face transformers' order (temperature -> top-k -> top-p on the renormalised top-k
@@ -36,11 +36,11 @@ LOGITS = np.array([2.0, 1.5, 1.0, 0.5, 0.0, -0.5, -1.0, -2.0])
 
 STATEMENT = """
 Abans de triar el token següent, la distribució del model passa per una cadena de filtres.
-L'ordre importa, i el del camp (Hugging Face transformers; vLLM aplica top-k i top-p de la
-mateixa manera) és aquest:
+L'ordre importa, i cada motor té el seu. Aquí seguim el de Hugging Face transformers (vLLM fa
+top-k i top-p igual, però aplica min-p abans; llama.cpp aplica la temperatura al final):
 
 1. **temperatura**: divideix els logits per `temperature` (més gran que 0) i en fa el softmax;
-2. **top-k**: es queda els `top_k` tokens de logit més alt (`top_k = 0`: no filtra);
+2. **top-k**: es queda amb els `top_k` tokens de logit més alt (`top_k = 0`: no filtra);
 3. **top-p**: sobre les probabilitats dels supervivents de top-k, *renormalitzades*, ordenades de
    més a menys probables, es queda el prefix més curt la massa del qual arriba a `top_p`
    (`top_p = 1`: no filtra);
@@ -109,7 +109,7 @@ def filtered(logits, seen, temperature, top_k, top_p, min_p, penalty):
 
 EXERCISE = Exercise(
     name="sampling_chain",
-    title="La cadena de mostreig, en l'ordre del camp",
+    title="La cadena de mostreig de Hugging Face",
     statement=STATEMENT,
     function="sampling_probs",
     starter=STARTER,

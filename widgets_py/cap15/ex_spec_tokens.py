@@ -7,7 +7,7 @@ chapter's text derives; the speculative widget measures the same quantity on its
 from __future__ import annotations
 
 from ..engine import fmt
-from ..engine.exercise import Exercise
+from ..engine.exercise import Drives, Exercise
 from ..maths.decoding import tokens_per_pass
 
 
@@ -40,6 +40,12 @@ SOLUTION = '''def tokens_per_pass(alpha, gamma):
     return sum(alpha ** i for i in range(gamma + 1))
 '''
 
+DRIVES = Drives(widget="speculative", seam="law", binding='''
+def law(alpha, gamma):
+    """Els tokens per passada que preveu la fórmula, amb la teva funció."""
+    return tokens_per_pass(alpha, gamma)
+''')
+
 EXERCISE = Exercise(
     name="spec_tokens",
     title="Tokens per passada de la decodificació especulativa",
@@ -56,4 +62,5 @@ EXERCISE = Exercise(
     examples=({"alpha": 0.8, "gamma": 4}, {"alpha": 0.5, "gamma": 1}, {"alpha": 0.0, "gamma": 3}),
     draw=draw,
     seed=1505,
+    drives=DRIVES,
 )

@@ -14,7 +14,7 @@ import numpy as np
 from ..engine import fmt
 from ..engine import session
 from ..maths import corpus, gpt, pretrained
-from ..maths.decoding import coupled_draw, draw, judge, probs
+from ..maths.decoding import coupled_draw, draw, judge, probs, tokens_per_pass
 from ..engine.params import Output, Param
 from ..engine.widget import Partial, Widget, finish
 from ..engine.stages import stage
@@ -129,6 +129,21 @@ def speculating(target, draft, prompt, n: int, k: int, coupling: str, temperatur
     return summary(out, shown, rounds)
 
 
+def law(alpha: float, gamma: int) -> float:
+    """Tokens per target pass that Leviathan et al.'s law expects (maths.decoding), called through
+    this module so that a passing answer to the exercise on it can stand in (ex_spec_tokens.DRIVES)."""
+    return tokens_per_pass(alpha, gamma)
+
+
+def judged_acceptance(rounds: list) -> float:
+    """The law's alpha as the run measures it: of the proposals the target judged (up to and
+    including the first it rejects in each round; those after it are never judged), the share
+    it kept. A round kept whole judged all its proposals."""
+    accepted = sum(r["accepted"] for r in rounds)
+    rejected = sum(r["accepted"] < r["proposed"] for r in rounds)  # one rejection ends a round
+    return accepted / (accepted + rejected)
+
+
 def prompt_tokens() -> list[int]:
     return corpus.data()[1][:PROMPT_CHARS].tolist()
 
@@ -157,6 +172,7 @@ def speculative(k: int, coupling: str, draft_every: str, temperature: float, tok
         "target_passes": run["passes"], "draft_steps": run["proposed"],
         "acceptance": run["accepted"] / run["proposed"],
         "tokens_per_pass": tokens / run["passes"],
+        "alpha_judged": (alpha := judged_acceptance(run["rounds"])), "tokens_per_pass_law": law(alpha, k),
         "identical": run["tokens"] == alone, "passes_alone": tokens,
         "text_alone": corpus.decode(alone),
     }
@@ -229,6 +245,8 @@ OUTPUTS = (
     Output("draft_steps", "passos del draft"),
     Output("acceptance", "taxa d'acceptació", style="pct"),
     Output("tokens_per_pass", "tokens per passada del gran", decimals=2),
+    Output("alpha_judged", "acceptació de les propostes jutjades (α)", style="pct"),
+    Output("tokens_per_pass_law", "tokens per passada segons la fórmula", decimals=2),
     Output("identical", "seqüència idèntica al gran sol", style="bool"),
     Output("passes_alone", "passades del gran sol", panel=False),
     Output("text", "text generat", style="text", panel=False),
