@@ -2,16 +2,16 @@
 TITLE`: the files a contributor starts from, written so that they build and pass the suite at
 once (issues 30 and 41).
 
-    widget   widgets_py/CHAPTER/NAME.py   a calculator widget calling the shared maths
-             tests/test_NAME.py           its own test: one case worked out by hand
-             tests/golden/NAME.json       its default run, pinned (as test_golden.py writes it)
-             and prints the directive to paste into the chapter's page
-    exercise widgets_py/CHAPTER/ex_NAME.py an exercise whose reference is the shared maths
-             tests/test_ex_NAME.py        its own test: the build's proof, wrong answers caught
-             and prints the directive to paste into the chapter's page
-    chapter  widgets_py/NAME/__init__.py  the chapter's package (the registry finds it)
-             docs/NAME/index.md           its first page
-             mkdocs.yml                   its entry at the end of nav:
+    widget    widgets_py/CHAPTER/NAME.py     a calculator widget calling the shared maths
+              tests/test_NAME.py             its own test: one case worked out by hand
+              tests/golden/NAME.json         its default run, pinned (as test_golden.py writes it)
+              and prints the directive to paste into the chapter's page
+    exercise  widgets_py/CHAPTER/ex_NAME.py  an exercise whose reference is the shared maths
+              tests/test_ex_NAME.py          its own test: the build's proof, wrong answers caught
+              and prints the directive to paste into the chapter's page
+    chapter   widgets_py/NAME/__init__.py    the chapter's package (the registry finds it)
+              docs/NAME/index.md             its first page
+              mkdocs.yml                     its entry at the end of nav:
 
 Every file is new: an existing one, a name the registry already has, a chapter that does not
 exist (widget, exercise) or already does (chapter), stop the command with what to do instead.
