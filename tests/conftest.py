@@ -42,25 +42,28 @@ def run_session():
 
 
 def scaffold_into(project: Path) -> str:
-    """`./dev new chapter` and `./dev new widget` (SCAFFOLDED) in `project` (its own
-    widgets_py must be the one imported), and the directive they print pasted into the page
-    with a live value, as a contributor does; returns what the commands printed."""
+    """`./dev new chapter`, `./dev new widget` (SCAFFOLDED) and `./dev new exercise`
+    (SCAFFOLDED_EXERCISE) in `project` (its own widgets_py must be the one imported), and the
+    directives they print pasted into the page, the widget's with a live value, as a
+    contributor does; returns what the commands printed."""
     from build_hooks.authoring import scaffold
 
     chapter, name = SCAFFOLDED
     said = [str(p.relative_to(project)) for p in scaffold.chapter(chapter, "Capítol de l'esquelet", root=project)]
     said += [str(p.relative_to(project)) for p in scaffold.widget(chapter, name, root=project)]
+    said += [str(p.relative_to(project)) for p in scaffold.exercise(chapter, SCAFFOLDED_EXERCISE, root=project)]
     page = project / "docs" / chapter / "index.md"
     page.write_text(page.read_text() + f"\nEls pesos ocupen <!-- md:value {name}.weights_gb -->.\n\n"
-                    f"{scaffold.directive(name)}\n")
+                    f"{scaffold.directive(name)}\n\n{scaffold.directive(SCAFFOLDED_EXERCISE, 'exercise')}\n")
     return "\n".join(f"escrit: {p}" for p in said)
 
 
-# A chapter and a widget from the scaffold, written at the start of every session into a
+# A chapter, a widget and an exercise from the scaffold, written at the start of every session into a
 # scratch folder laid out like the fixture's (docs/, widgets_py/, its nav lines): they join
 # the registry and the session's book like cap99, so the whole suite covers what `./dev new`
 # writes, unchanged (test_scaffold.py).
 SCAFFOLDED = ("cap98", "esquelet_pesos")  # beside the fixture's cap99: numbers no chapter of the book takes
+SCAFFOLDED_EXERCISE = "esquelet_experts"  # an exercise of the same chapter
 # Once per process: a mutation run (benchmarks/mutation.py: mutmut) runs pytest several times
 # in one, and a second scaffold would find the first's widget already in the book.
 SCAFFOLD = next((Path(p).parent for p in widgets_py.__path__ if Path(p).parent.name.startswith("textbook-scaffold-")), None)

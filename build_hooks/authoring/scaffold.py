@@ -1,21 +1,26 @@
-"""`./dev new widget CHAPTER NAME` and `./dev new chapter NAME TITLE`: the files a contributor
-starts from, written so that they build and pass the suite at once (issue 30).
+"""`./dev new widget CHAPTER NAME`, `./dev new exercise CHAPTER NAME` and `./dev new chapter NAME
+TITLE`: the files a contributor starts from, written so that they build and pass the suite at
+once (issues 30 and 41).
 
-    widget   widgets_py/CHAPTER/NAME.py   a calculator widget calling the shared maths
-             tests/test_NAME.py           its own test: one case worked out by hand
-             tests/golden/NAME.json       its default run, pinned (as test_golden.py writes it)
-             and prints the directive to paste into the chapter's page
-    chapter  widgets_py/NAME/__init__.py  the chapter's package (the registry finds it)
-             docs/NAME/index.md           its first page
-             mkdocs.yml                   its entry at the end of nav:
+    widget    widgets_py/CHAPTER/NAME.py     a calculator widget calling the shared maths
+              tests/test_NAME.py             its own test: one case worked out by hand
+              tests/golden/NAME.json         its default run, pinned (as test_golden.py writes it)
+              and prints the directive to paste into the chapter's page
+    exercise  widgets_py/CHAPTER/ex_NAME.py  an exercise whose reference is the shared maths
+              tests/test_ex_NAME.py          its own test: the build's proof, wrong answers caught
+              and prints the directive to paste into the chapter's page
+    chapter   widgets_py/NAME/__init__.py    the chapter's package (the registry finds it)
+              docs/NAME/index.md             its first page
+              mkdocs.yml                     its entry at the end of nav:
 
 Every file is new: an existing one, a name the registry already has, a chapter that does not
-exist (widget) or already does (chapter), stop the command with what to do instead.
+exist (widget, exercise) or already does (chapter), stop the command with what to do instead.
 """
 
 from __future__ import annotations
 
 import json
+import keyword
 import re
 import sys
 from pathlib import Path
@@ -103,6 +108,110 @@ Un capítol nou. Cada pàgina és Markdown; un widget es col·loca amb
 '''
 
 
+EXERCISE = '''"""{title}: the routed experts a pass of a MoE model reads, per layer.
+
+Written by `./dev new exercise`: a working start. Replace it with your exercise, keeping its
+shape: the reference is the chapter's own code (here maths.serving.expected_experts, which the
+step times use), never a copy of its formula; the starter fails a check, the solution passes
+them all, and the build proves both (engine/exercise.py).
+"""
+
+from __future__ import annotations
+
+from ..engine import fmt
+from ..engine.exercise import Exercise
+from ..maths.hardware import MODELS
+from ..maths.serving import expected_experts
+
+MOE = tuple(k for k, m in MODELS.items() if m.n_experts)  # the book's models with routed experts
+
+
+def case(model: str, tokens: int) -> dict:
+    m = MODELS[model]
+    return {{"n_experts": m.n_experts, "k": m.n_active_experts, "tokens": tokens}}
+
+
+def draw(rng) -> dict:
+    """One hidden case: a router of the book's models or one drawn around them, a decode batch of tokens."""
+    tokens = int(rng.integers(1, 129))
+    if rng.random() < 0.5:
+        return case(str(rng.choice(MOE)), tokens)
+    return {{"n_experts": int(rng.choice([8, 16, 64, 128, 256])), "k": int(rng.integers(1, 9)), "tokens": tokens}}
+
+
+EXAMPLE = case("mixtral-8x7b", 4)
+
+STATEMENT = f"""
+En un model de mescla d'experts (MoE), cada capa té `n_experts` experts, i el router envia
+cada token a `k` d'aquests experts. Una passada de `tokens` tokens només llegeix de la memòria
+els experts que fa servir algun dels tokens.
+
+Escriu `{name}(n_experts, k, tokens)`, que torni quants experts diferents llegeix la
+passada a cada capa, de mitjana, si cada token tria els seus `k` experts a l'atzar, tots amb
+la mateixa probabilitat i independentment dels altres tokens.
+
+Per exemple, {{MODELS["mixtral-8x7b"].label}} en té {{EXAMPLE["n_experts"]}} per capa i n'envia
+{{EXAMPLE["k"]}} a cada token: una passada de {{EXAMPLE["tokens"]}} tokens en llegeix
+{{fmt.number(expected_experts(**EXAMPLE), 2)}} de mitjana.
+"""
+
+STARTER = \'\'\'def {name}(n_experts, k, tokens):
+    """Experts diferents que llegeix, de mitjana, una passada de `tokens` tokens."""
+    return min(n_experts, k * tokens)  # cada token, uns experts que cap altre no ha triat
+\'\'\'
+
+SOLUTION = \'\'\'def {name}(n_experts, k, tokens):
+    """Experts diferents que llegeix, de mitjana, una passada de `tokens` tokens."""
+    missed = (1 - k / n_experts) ** tokens  # probabilitat que cap token no triï un expert donat
+    return n_experts * (1 - missed)
+\'\'\'
+
+EXERCISE = Exercise(
+    name="{name}",
+    title="{title}",
+    statement=STATEMENT,
+    function="{name}",
+    starter=STARTER,
+    solution=SOLUTION,
+    hints=("Mira-ho des d'un sol expert: amb quina probabilitat **no** el tria un token? I cap dels "
+           "`tokens` tokens?",
+           "Un token deixa fora un expert donat amb probabilitat `1 - k / n_experts`, i tots els tokens, "
+           "amb aquesta probabilitat elevada a `tokens`. Es llegeixen els experts que no queden fora."),
+    reference=expected_experts,
+    examples=(EXAMPLE, case("mixtral-8x7b", 1), case("deepseek-v3", 64)),
+    draw=draw,
+    hidden=12,  # hidden cases checked after the examples, drawn by `draw`
+    seed=0,  # the hidden cases' generator: the same cases on every machine
+    rtol=1e-9,  # a mean, a float: equal within this relative difference
+)
+'''
+
+TEST_EXERCISE = '''"""Exercise {name}: the build's proof, and answers a reader could write that its checks must catch
+(the build proves it too, every time: build_hooks/pages/exercises.py)."""
+
+import pytest
+
+from widgets_py.engine import registry
+
+EXERCISE = registry.exercise("{name}")
+
+
+def test_the_build_proves_it():
+    assert EXERCISE.proof() is None  # the reference and the solution pass, the starter fails
+
+
+@pytest.mark.parametrize("why, code", [
+    ("k forgotten: one expert per token", "def {name}(n_experts, k, tokens):\\n"
+                                          "    return n_experts * (1 - (1 - 1 / n_experts) ** tokens)\\n"),
+    ("the power outside the bracket", "def {name}(n_experts, k, tokens):\\n"
+                                      "    return n_experts * (1 - (1 - k / n_experts)) ** tokens\\n"),
+])
+def test_a_plausible_wrong_answer_fails_naming_a_call(why, code):
+    verdict = EXERCISE.check(code)
+    assert verdict.verdict == "fail" and verdict.call in verdict.message, f"{{why}}: {{verdict}}"
+'''
+
+
 def _new(path: Path, text: str) -> Path:
     if path.exists():
         raise ScaffoldError(f"{_shown(path)} ja existeix: no el sobreescric; tria un altre nom o esborra'l")
@@ -124,14 +233,24 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def widget(chapter: str, name: str, root: Path = ROOT) -> list[Path]:
-    """The widget's module, its test and its golden file; returns the files written."""
+def _chapter_exists(chapter: str, root: Path) -> None:
     if not CHAPTER.fullmatch(chapter) or not (root / "widgets_py" / chapter / "__init__.py").is_file():
         there = sorted(p.parent.name for p in (root / "widgets_py").glob("cap*/__init__.py"))
         raise ScaffoldError(f"no hi ha cap capítol '{chapter}' (widgets_py/{chapter}/__init__.py); n'hi ha: "
                             f"{', '.join(there)}; o crea'l abans amb ./dev new chapter {chapter} TÍTOL")
-    if not NAME.fullmatch(name):
-        raise ScaffoldError(f"'{name}' no serveix de nom: minúscules, xifres i '_', començant per una lletra")
+
+
+def _named(name: str) -> None:
+    """A name the module, its function and the directive can all carry."""
+    if not NAME.fullmatch(name) or keyword.iskeyword(name):
+        raise ScaffoldError(f"'{name}' no serveix de nom: minúscules, xifres i '_', començant per una lletra, "
+                            "i que no sigui una paraula de Python (for, class…)")
+
+
+def widget(chapter: str, name: str, root: Path = ROOT) -> list[Path]:
+    """The widget's module, its test and its golden file; returns the files written."""
+    _chapter_exists(chapter, root)
+    _named(name)
     from widgets_py.engine import registry
 
     if name in registry.names():
@@ -149,6 +268,34 @@ def widget(chapter: str, name: str, root: Path = ROOT) -> list[Path]:
         written.append(_new(golden, json.dumps(values, indent=1, sort_keys=True) + "\n"))
     except BaseException:
         for path in written:  # all or nothing: a half-written widget would still build
+            path.unlink()
+        registry.refresh()
+        raise
+    return written
+
+
+def exercise(chapter: str, name: str, root: Path = ROOT) -> list[Path]:
+    """The exercise's module and its test; returns the files written."""
+    _chapter_exists(chapter, root)
+    _named(name)
+    from widgets_py.engine import registry
+
+    if name in registry.exercise_names():
+        raise ScaffoldError(f"ja hi ha un exercici '{name}' al llibre; els noms són únics: tria'n un altre")
+    if name in registry.names():
+        raise ScaffoldError(f"ja hi ha un widget '{name}' al llibre, i ./dev test -k {name} triaria també les seves "
+                            "proves: tria un altre nom per a l'exercici")
+    module, test = root / "widgets_py" / chapter / f"ex_{name}.py", root / "tests" / f"test_ex_{name}.py"
+    _all_new(module, test)
+    title = name.replace("_", " ").capitalize()
+    written = []
+    try:
+        written.append(_new(module, EXERCISE.format(name=name, title=title)))
+        written.append(_new(test, TEST_EXERCISE.format(name=name)))
+        registry.refresh()  # the new module joins the registry
+        registry.exercise(name)
+    except BaseException:
+        for path in written:  # all or nothing, as for a widget
             path.unlink()
         registry.refresh()
         raise
@@ -189,18 +336,19 @@ def chapter(name: str, title: str, root: Path = ROOT) -> list[Path]:
     return [*written, config]
 
 
-def directive(name: str) -> str:
-    return f"<!-- md:widget {name} -->"
+def directive(name: str, kind: str = "widget") -> str:
+    return f"<!-- md:{kind} {name} -->"
 
 
 def main(argv: list[str]) -> int:
-    usage = "ús: ./dev new widget CAPÍTOL NOM  |  ./dev new chapter capNN \"Títol\""
+    usage = ("ús: ./dev new widget CAPÍTOL NOM  |  ./dev new exercise CAPÍTOL NOM  |  "
+             "./dev new chapter capNN \"Títol\"")
     try:
-        if len(argv) == 3 and argv[0] == "widget":
-            written = widget(argv[1], argv[2])
+        if len(argv) == 3 and argv[0] in ("widget", "exercise"):
+            written = (widget if argv[0] == "widget" else exercise)(argv[1], argv[2])
             print("\n".join(f"escrit: {_shown(p)}" for p in written))
-            print(f"\nEnganxa a la pàgina del capítol, en una línia pròpia:\n\n    {directive(argv[2])}\n\n"
-                  f"i comprova-ho amb: ./dev test -k {argv[2]}")
+            print(f"\nEnganxa a la pàgina del capítol, en una línia pròpia:\n\n"
+                  f"    {directive(argv[2], argv[0])}\n\ni comprova-ho amb: ./dev test -k {argv[2]}")
         elif len(argv) == 3 and argv[0] == "chapter":
             written = chapter(argv[1], argv[2])
             print("\n".join(f"escrit: {_shown(p)}" for p in written))
