@@ -223,3 +223,29 @@ def test_a_passing_answer_drives_its_figure_until_restore(watched, server):
     page.wait_for_function("s => !document.querySelector(s).dataset.edited", arg=figure, timeout=CHECK_MS)
     ready(page, figure)
     assert watched.errors == []
+
+
+def test_section_8_counts_the_solved_and_clears_them(watched, server):
+    page = watched.page
+    page.goto(server + PAGE)
+    status = page.locator(".tw-exercises .tw-exercises-status")
+    assert page.locator(".tw-exercises li[data-listed]").count() == len(CHAPTER)
+    opened(page, "paged_waste")
+    assert status.inner_text() == f"Has resolt 0 dels {len(CHAPTER)} exercicis d'aquesta pàgina."
+    assert check(page, "paged_waste", info("paged_waste")["solution"])[0] == "pass"
+    assert status.inner_text() == f"Has resolt 1 dels {len(CHAPTER)} exercicis d'aquesta pàgina."
+    assert "resolt" in page.inner_text('.tw-exercises li[data-listed="paged_waste"]')
+    page.reload()
+    opened(page, "paged_waste")
+    page.wait_for_function("() => document.querySelector('.tw-exercises-status').textContent.startsWith('Has resolt 1 ')")
+    clear = page.locator(".tw-exercises").get_by_role("button", name="Esborra el progrés")
+    clear.click()  # asked twice: the first click only arms it
+    assert page.get_attribute(sel("paged_waste"), f"data-{Data.SOLVED}") == "true"
+    page.locator(".tw-exercises").get_by_role("button", name="Segur? Esborra-ho tot (codi i estat)").click()
+    assert page.get_attribute(sel("paged_waste"), f"data-{Data.SOLVED}") is None
+    assert status.inner_text() == f"S'ha esborrat el progrés dels {len(CHAPTER)} exercicis d'aquesta pàgina."
+    page.reload()
+    opened(page, "paged_waste")
+    assert page.get_attribute(sel("paged_waste"), f"data-{Data.SOLVED}") is None
+    assert page.evaluate("n => window.tw.exercise.text(n)", "paged_waste") == info("paged_waste")["starter"]
+    assert watched.errors == []

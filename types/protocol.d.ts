@@ -48,6 +48,8 @@ interface TWProtocol {
       readonly FIXED: "tw-fixed";
       readonly EXERCISE: "tw-exercise";
       readonly EXERCISE_STARTER: "tw-exercise-starter";
+      readonly EXERCISES: "tw-exercises";
+      readonly EXERCISES_STATUS: "tw-exercises-status";
     };
     readonly DATA: {
       readonly WIDGET: "widget";
@@ -68,6 +70,7 @@ interface TWProtocol {
       readonly ENABLED: "enabled";
       readonly EDITOR: "editor";
       readonly EXERCISE: "exercise";
+      readonly LISTED: "listed";
       readonly SOLVED: "solved";
       readonly VERDICT: "verdict";
     };

@@ -28,7 +28,7 @@ ALONE = ("widget", "exercise")  # kinds that stand alone on their line (they bec
 DIRECTIVE = re.compile(r"<!-- md:(" + "|".join(KINDS) + r") (\S[^\n]*?) -->")  # the only accepted form
 # directives other hook modules own and check themselves (glossary.py, quiz.py), in the same
 # well-spaced form; a new one is added here so that misspelt ones are still caught
-OTHERS = ("glossari", "quiz", "end-quiz", "question", "option", "model", "why")
+OTHERS = ("glossari", "exercicis", "quiz", "end-quiz", "question", "option", "model", "why")
 OTHER = re.compile(r"<!-- md:(?:" + "|".join(map(re.escape, OTHERS)) + r")(?: [^\n]*?)? -->")
 LOOKALIKE = re.compile(r"<!--\s*md\s*:|\bmd:(?:" + "|".join(KINDS) + r")\b", re.I)  # anything resembling one
 ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")  # an instance id: safe in id, for and data-* as written

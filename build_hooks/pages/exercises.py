@@ -1,6 +1,8 @@
 """The chapters' exercises in the build: every one proven, each placed one's static HTML.
 
     <!-- md:exercise kv_bytes -->   alone on its line (directives.py); prerender.py places it
+    <!-- md:exercicis -->           the page's exercises, listed with links (exercise.js marks
+                                    the solved ones, counts them and clears them)
 
 The proof (`on_config`, once per build, whether a page places the exercise or not): its
 reference and its solution pass every check, its starter fails one (engine.exercise.proof);
@@ -22,6 +24,10 @@ from mkdocs.exceptions import PluginError
 from widgets_py.engine import registry
 from widgets_py.engine.dom import Class, Data
 
+from . import directives
+
+PROGRESS = "<!-- md:exercicis -->"
+
 PAGE_ONLY = ("toc", "pymdownx.snippets")  # the page's own: its headings' anchors, the glossary appended
 
 
@@ -32,6 +38,26 @@ def on_config(config, *, build):
             where, line = registry.declared_at(name)
             raise PluginError(f"{where}:{line}: l'exercici '{name}' no es pot publicar: {reason}")
     return config
+
+
+def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
+    if PROGRESS not in markdown:
+        return markdown
+    names = [d.args.split()[0] for d in directives.scan(markdown) if d.kind == "exercise"]
+    if not names:
+        line = markdown[:markdown.index(PROGRESS)].count("\n") + 1 + directives.line_offset(page.file.abs_src_path, markdown)
+        raise PluginError(f"{directives.source(page)}:{line}: {PROGRESS} en una pàgina sense exercicis; "
+                          "permès: en una pàgina amb almenys un '<!-- md:exercise NOM -->'")
+    return markdown.replace(PROGRESS, progress_html(names))
+
+
+def progress_html(names: list[str]) -> str:
+    """The page's exercises as a list of links, in the page's order: what a reader has solved is
+    marked by exercise.js (and counted in the status line), which adds the control that clears it."""
+    items = "".join(f'<li data-{Data.LISTED}="{escape(n)}"><a href="#tw-ex-{escape(n)}">'
+                    f'{escape(registry.exercise(n).title)}</a></li>' for n in names)
+    return (f'\n<div class="{Class.EXERCISES}"><p class="{Class.EXERCISES_STATUS}" role="status" aria-live="polite">'
+            f'Els exercicis d\'aquesta pàgina ({len(names)}):</p><ul>{items}</ul></div>\n')
 
 
 def statement_html(text: str, config) -> str:

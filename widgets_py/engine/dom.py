@@ -38,6 +38,8 @@ class Class(StrEnum):
     FIXED = "tw-fixed"  # a value in prose at fixed parameters: data-fixed, data-params
     EXERCISE = "tw-exercise"  # one exercise (build_hooks/pages/exercises.py): data-exercise; exercise.js
     EXERCISE_STARTER = "tw-exercise-starter"  # its starter code as built: the editor's first text
+    EXERCISES = "tw-exercises"  # the page's exercises listed (md:exercicis): li data-listed; exercise.js
+    EXERCISES_STATUS = "tw-exercises-status"  # its status line: how many are solved
 
 
 class Data(StrEnum):
@@ -59,6 +61,7 @@ class Data(StrEnum):
     ENABLED = "enabled"  # the code panel: "false" where the page turns it off
     EDITOR = "editor"  # the code panel: the editor bundle's path
     EXERCISE = "exercise"  # an exercise's name (registry.exercise)
+    LISTED = "listed"  # an exercise's name in the page's list of them (md:exercicis)
     SOLVED = "solved"  # exercise.js: "true" on the exercise once an answer passed
     VERDICT = "verdict"  # exercise.js: the last check's pass | fail | error | timeout
 

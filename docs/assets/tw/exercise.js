@@ -20,6 +20,9 @@
 // seam; «Aplica a la figura» applies it as the widget's «Codi» edit (codepanel.js), so the
 // figure redraws with the reader's function and says so until its «Restaura».
 //
+// The page's list of exercises (md:exercicis, build_hooks/pages/exercises.py) marks the solved
+// ones and counts them; its «Esborra el progrés» (asked twice) starts every exercise again.
+//
 // Progress (the code, solved or not, hints shown, tried) is kept in localStorage per page and
 // exercise, over http(s) only: from disk (file://) every file shares that storage, as for the
 // code panel's edits. Code kept is shown, never run by itself.
@@ -51,6 +54,11 @@
     unsupported: "Aquest navegador no pot executar Python (cal WebAssembly i Web Workers): pots escriure la resposta, però no comprovar-la.",
     restored: "S'ha recuperat el codi d'una visita anterior (no s'ha executat).",
     plain: "(editor simple: no s'ha pogut carregar l'editor de codi)",
+    solvedCount: (n, total) => `Has resolt ${n} dels ${total} exercicis d'aquesta pàgina.`,
+    solvedMark: "resolt",
+    clear: "Esborra el progrés",
+    clearConfirm: "Segur? Esborra-ho tot (codi i estat)",
+    cleared: (total) => `S'ha esborrat el progrés dels ${total} exercicis d'aquesta pàgina.`,
   };
   const keeps = location.protocol !== "file:"; // from disk every file shares one localStorage
   // one key per page, however its URL was spelt (/cap15/ and /cap15/index.html are one page)
@@ -180,6 +188,7 @@
     refresh() {
       if (this.state.solved) this.el.dataset[DATA.SOLVED] = "true";
       else delete this.el.dataset[DATA.SOLVED];
+      progress();
       this.buttons.check.disabled = this.running !== null;
       const total = this.info ? this.info.hints.length : Infinity;
       this.buttons.hint.disabled = this.state.hints >= total;
@@ -334,10 +343,53 @@
 
   const made = new WeakMap(); // exercise element -> its Exercise
 
+  /** The page's list of exercises: each solved one marked, the count in its status line. */
+  function progress(said = null) {
+    for (const list of document.querySelectorAll(`.${CLASS.EXERCISES}`)) {
+      const items = [...list.querySelectorAll(`li[data-${DATA.LISTED}]`)];
+      let solved = 0;
+      for (const li of items) {
+        const ex = find(li.dataset[DATA.LISTED]);
+        const done = Boolean(ex && ex.state.solved);
+        solved += Number(done);
+        let mark = li.querySelector(".tw-exercises-mark");
+        if (done && !mark) {
+          mark = Object.assign(document.createElement("span"), { className: "tw-exercises-mark", textContent: ` ✓ ${TEXT.solvedMark}` });
+          li.append(mark);
+        } else if (!done && mark) mark.remove();
+      }
+      const status = list.querySelector(`.${CLASS.EXERCISES_STATUS}`);
+      if (status) status.textContent = said || TEXT.solvedCount(solved, items.length);
+      if (!list.querySelector(".tw-exercises-clear")) {
+        const clear = button("tw-exercises-clear", TEXT.clear);
+        clear.addEventListener("click", () => {
+          if (clear.dataset.armed !== "true") {
+            clear.dataset.armed = "true";
+            clear.textContent = TEXT.clearConfirm;
+            return;
+          }
+          delete clear.dataset.armed;
+          clear.textContent = TEXT.clear;
+          for (const li of items) {
+            const ex = find(li.dataset[DATA.LISTED]);
+            if (ex) ex.reset();
+          }
+          progress(TEXT.cleared(items.length));
+        });
+        clear.addEventListener("blur", () => {
+          delete clear.dataset.armed;
+          clear.textContent = TEXT.clear;
+        });
+        list.append(clear);
+      }
+    }
+  }
+
   function start() {
     document.querySelectorAll(`.${CLASS.EXERCISE}[data-${DATA.EXERCISE}]`).forEach((/** @type {HTMLElement} */ el) => {
       if (!made.has(el)) made.set(el, new Exercise(el));
     });
+    progress();
   }
 
   // the editor's text kept as the reader types, and on leaving the page
@@ -353,6 +405,8 @@
     const el = document.querySelector(`.${CLASS.EXERCISE}[data-${DATA.EXERCISE}="${CSS.escape(name)}"]`);
     return el && made.has(el) ? made.get(el) : null;
   };
+
+  progress(); // the list's count before any exercise is made (a page without Python too)
 
   tw.exercise = {
     /** The editor's text of exercise `name` (CodeMirror draws only the lines in view): for tests. */

@@ -84,6 +84,8 @@
         FIXED: "tw-fixed",
         EXERCISE: "tw-exercise",
         EXERCISE_STARTER: "tw-exercise-starter",
+        EXERCISES: "tw-exercises",
+        EXERCISES_STATUS: "tw-exercises-status",
       }),
       DATA: Object.freeze({
         WIDGET: "widget",
@@ -104,6 +106,7 @@
         ENABLED: "enabled",
         EDITOR: "editor",
         EXERCISE: "exercise",
+        LISTED: "listed",
         SOLVED: "solved",
         VERDICT: "verdict",
       }),
