@@ -41,6 +41,7 @@ def built_html() -> str:
         result = registry.run(name, params, layouts=svg.LAYOUTS)
         parts += [widget_html.widget(name, name, params, result), widget_html.widget(name, name, params, result, shown=[])]
     parts += [exercises.html(name, config) for name in registry.exercise_names()]
+    parts.append(exercises.progress_html(registry.exercise_names()))
     return "".join(parts + [widget_html.live_number("a.b", "1", None), widget_html.live_number("a.b", "1", {"k": 1})])
 
 

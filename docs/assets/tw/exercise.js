@@ -346,7 +346,7 @@
   /** The page's list of exercises: each solved one marked, the count in its status line. */
   function progress(said = null) {
     for (const list of document.querySelectorAll(`.${CLASS.EXERCISES}`)) {
-      const items = [...list.querySelectorAll(`li[data-${DATA.LISTED}]`)];
+      const items = /** @type {HTMLElement[]} */ ([...list.querySelectorAll(`li[data-${DATA.LISTED}]`)]);
       let solved = 0;
       for (const li of items) {
         const ex = find(li.dataset[DATA.LISTED]);
