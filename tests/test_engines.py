@@ -396,14 +396,34 @@ CHECK_EXERCISE = """async (name, code) => {
 }"""
 
 
+SOLVED_AFTER_RELOAD = """async (name) => {
+  const t0 = Date.now();
+  let el;
+  while (!(el = document.querySelector(`.tw-exercise[data-exercise="${name}"][data-enhanced]`))) {
+    if (Date.now() - t0 > 60000) return 'no exercise';
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return el.dataset.solved || 'not solved';
+}"""
+
+
 def exercises_answer(engine, timeout: bool) -> None:
-    """The reference passes (solved), the starter fails naming a case; with `timeout`, a loop
-    that never ends is stopped as `timeout` within the limit and the widgets come back."""
+    """The reference passes (solved), the starter fails naming a case, an exception names the
+    reader's line; with `timeout` (served), a plausible wrong answer to each exercise fails, a
+    loop that never ends is stopped as `timeout` within the limit and the widgets come back."""
+    from test_exercises import WRONG
     from widgets_py.engine import browser as entry
 
     solution = json.loads(entry.exercise("kv_bytes", True))["solution"]
     verdict, said, _ = engine.js(CHECK_EXERCISE, "kv_bytes", None)  # the starter the page shows
     assert verdict == "fail" and "Amb " in said, said
+    verdict, said, _ = engine.js(CHECK_EXERCISE, "kv_bytes", "def kv_cache_bytes(**kw):\n    total = 0\n    return 1 / total\n")
+    assert verdict == "error" and "línia 3" in said and "ZeroDivisionError" in said, said
+    if timeout:
+        for name, wrongs in WRONG.items():
+            why, wrong = wrongs[0]
+            verdict, said, _ = engine.js(CHECK_EXERCISE, name, wrong)
+            assert verdict == "fail" and "Amb " in said, (name, why, said)
     assert engine.js(CHECK_EXERCISE, "kv_bytes", solution) == ["pass", engine.js(
         "() => document.querySelector('.tw-exercise[data-exercise=\"kv_bytes\"] .tw-exercise-result').textContent"), "true"]
     if timeout:
@@ -420,6 +440,8 @@ def test_exercises_are_checked_served_and_from_the_single_file(engine, served, s
         engine.goto(served(engine.name).url + "cap15/")
         wait_ready(engine)
         exercises_answer(engine, timeout=True)
+        engine.goto(served(engine.name).url + "cap15/")  # progress kept over http: solved after a reload
+        assert engine.js(SOLVED_AFTER_RELOAD, "kv_bytes") == "true"
         single = tmp_path / "cap15.html"
         source = site / "cap15" / ("index" + single_file.SUFFIX)
         if engine.name == "webkit":

@@ -468,3 +468,25 @@ def test_the_readers_names_cannot_shadow_the_widgets_own():
     code = ex("sampling_chain").solution + "\n\ndef softmax(x):\n    raise RuntimeError('the reader\\'s')\n"
     got = driven_reply("sampling_chain", code, {})
     assert "error" not in got, got
+
+
+def test_the_int4_starters_bf16_rounds_as_ml_dtypes_does():
+    """The starter hands the reader a bf16 rounding (its prelude); ml_dtypes, the reference
+    implementation of bfloat16, rounds the same float32 values to the same numbers."""
+    import ml_dtypes
+
+    from widgets_py.cap15 import ex_int4_error
+    namespace: dict = {}
+    exec(ex_int4_error.PRELUDE, namespace)  # noqa: S102 - the book's own text
+    x = np.random.default_rng(4).normal(0, 3, 20_000).astype(np.float32)
+    x = np.concatenate([x, np.float32([0.0, 1.0 + 2**-8, 1.0 + 3 * 2**-8, -1.5 - 2**-8, 3.4e38])])  # ties to even
+    assert np.array_equal(namespace["bf16"](x), x.astype(ml_dtypes.bfloat16).astype(np.float64))
+
+
+def test_the_kv_starters_bytes_are_the_books_formats():
+    from widgets_py.cap15 import ex_kv_bytes
+    from widgets_py.maths.numformats import FORMATS
+    from widgets_py.maths.serving import CACHE_FORMATS
+    namespace: dict = {}
+    exec(ex_kv_bytes.PRELUDE + "    pass\n", namespace)  # noqa: S102 - the book's own text
+    assert namespace["BYTES"] == {k: FORMATS[k].nbytes for k in CACHE_FORMATS}

@@ -48,7 +48,7 @@ Escriu `int4_error(w, group)`, que torni un array de la mateixa forma que `w` am
 pes: el pes quantitzat menys l'original.
 """
 
-STARTER = '''import numpy as np
+PRELUDE = '''import numpy as np
 
 
 def bf16(x):
@@ -61,26 +61,15 @@ def bf16(x):
 def int4_error(w, group):
     """Pes quantitzat en INT4 per grups menys l'original, amb la forma de w."""
     w = np.asarray(w, dtype=np.float64)
-    scale = bf16(np.abs(w).max(axis=0) / 7)  # una escala per columna
+'''  # the reader's start and the solution's: numpy and the scale's rounding
+
+STARTER = PRELUDE + '''    scale = bf16(np.abs(w).max(axis=0) / 7)  # una escala per columna
     scale[scale == 0] = 1.0
     codes = np.clip(np.round(w / scale), -7, 7)
     return codes * scale - w
 '''
 
-SOLUTION = '''import numpy as np
-
-
-def bf16(x):
-    """x arrodonit al bfloat16 més proper (empat: al parell), com es desa l'escala."""
-    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-
-
-def int4_error(w, group):
-    """Pes quantitzat en INT4 per grups menys l'original, amb la forma de w."""
-    w = np.asarray(w, dtype=np.float64)
-    out = np.empty_like(w)
+SOLUTION = PRELUDE + '''    out = np.empty_like(w)
     for start in range(0, w.shape[0], group):  # els grups, al llarg de les entrades
         block = w[start:start + group]  # [<= group, sortides]: un grup de cada columna
         scale = bf16(np.abs(block).max(axis=0) / 7)  # [sortides]

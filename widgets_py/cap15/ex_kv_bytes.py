@@ -58,21 +58,18 @@ de consulta, {EXAMPLE["n_kv_heads"]} de KV de {EXAMPLE["d_head"]} dimensions) am
 {fmt.tokens(8192)} tokens en BF16 ocupa {fmt.number(cache_bytes(**EXAMPLE))} bytes.
 """
 
-STARTER = '''BYTES = {"fp32": 4, "bf16": 2, "fp8": 1, "int8": 1}  # bytes per nombre
+PRELUDE = '''BYTES = {"fp32": 4, "bf16": 2, "fp8": 1, "int8": 1}  # bytes per nombre
 
 
 def kv_cache_bytes(n_layers, n_heads, n_kv_heads, d_head, cache, tokens, batch):
     """Bytes del KV-cache de `batch` seqüències de `tokens` tokens."""
-    per_token = 2 * n_layers * n_heads * d_head * BYTES[cache]  # K i V de cada capa
+'''  # the reader's start and the solution's: the bytes of each format, the signature
+
+STARTER = PRELUDE + '''    per_token = 2 * n_layers * n_heads * d_head * BYTES[cache]  # K i V de cada capa
     return per_token * tokens * batch
 '''
 
-SOLUTION = '''BYTES = {"fp32": 4, "bf16": 2, "fp8": 1, "int8": 1}  # bytes per nombre
-
-
-def kv_cache_bytes(n_layers, n_heads, n_kv_heads, d_head, cache, tokens, batch):
-    """Bytes del KV-cache de `batch` seqüències de `tokens` tokens."""
-    per_token = 2 * n_layers * n_kv_heads * d_head * BYTES[cache]  # K i V de cada cap de KV, a cada capa
+SOLUTION = PRELUDE + '''    per_token = 2 * n_layers * n_kv_heads * d_head * BYTES[cache]  # K i V de cada cap de KV, a cada capa
     return per_token * tokens * batch
 '''
 

@@ -53,7 +53,7 @@ array de numpy de forma `[V]` i torni un array de la mateixa forma amb la probab
 cada token (0 als descartats).
 """
 
-STARTER = '''import numpy as np
+PRELUDE = '''import numpy as np
 
 
 def sampling_probs(logits, temperature, top_k, top_p, min_p):
@@ -64,23 +64,14 @@ def sampling_probs(logits, temperature, top_k, top_p, min_p):
     keep = np.ones(len(p), dtype=bool)
     if top_k:  # 2. top-k
         keep &= z >= np.sort(z)[-top_k]
-    # 3. top-p i 4. min-p: falten
+'''  # the reader's start and the solution's: temperature and top-k
+
+STARTER = PRELUDE + '''    # 3. top-p i 4. min-p: falten
     q = np.where(keep, p, 0.0)
     return q / q.sum()  # 5. renormalitzar
 '''
 
-SOLUTION = '''import numpy as np
-
-
-def sampling_probs(logits, temperature, top_k, top_p, min_p):
-    """La distribució de la qual es tria el token, després de tota la cadena."""
-    z = np.asarray(logits, dtype=float) / temperature  # 1. temperatura
-    p = np.exp(z - z.max())
-    p /= p.sum()
-    keep = np.ones(len(p), dtype=bool)
-    if top_k:  # 2. top-k
-        keep &= z >= np.sort(z)[-top_k]
-    if top_p < 1:  # 3. top-p, sobre els supervivents renormalitzats
+SOLUTION = PRELUDE + '''    if top_p < 1:  # 3. top-p, sobre els supervivents renormalitzats
         q = np.where(keep, p, 0.0) / p[keep].sum()
         order = np.argsort(-q, kind="stable")
         before = np.cumsum(q[order]) - q[order]  # la massa dels més probables que cadascun
