@@ -131,8 +131,8 @@ def clock(repeats: int, seed: int):
     """A staged compute (engine.widget.Partial): the counts come from the shapes at once; each
     point is timed once, a context length at a time, each shown as soon as it is measured (the
     first full figure); then round after round, each round refining the figure, up to
-    `repeats` timings a point, none begun after BUDGET_S. `measures`: the fewest timings a
-    point got (the points of an unfinished round got one more). The fastest of a point's
+    `repeats` timings a point, none begun after BUDGET_S. `measures`, at the end: the fewest
+    timings a point got (the points of an unfinished round got one more). The fastest of a point's
     timings is kept: the least disturbed by the machine."""
     start = time.perf_counter()
     cfg, p, _ = session.load("mini")
@@ -147,12 +147,8 @@ def clock(repeats: int, seed: int):
     schedule = [(k, L, phase) for k in range(repeats) for L in LENGTHS for phase in PHASES]
     calls, n, best, taken = {}, {}, {}, {}  # per point: the call, calls per timing, fastest, timings
 
-    def state() -> dict:
-        measured = {"measures": min(taken.values())} if len(taken) == len(LENGTHS) * len(PHASES) else {}
-        return out | timings(best) | measured
-
-    def note(message: str) -> Partial:
-        return Partial(state(), sum(taken.values()) / len(schedule), message)
+    def note(message: str) -> Partial:  # `measures` is the end's: a partial's status line says the round
+        return Partial(out | timings(best), sum(taken.values()) / len(schedule), message)
 
     with one_thread():
         since = start
@@ -172,7 +168,7 @@ def clock(repeats: int, seed: int):
             seconds, n[L, phase] = timing(calls[L, phase], n.get((L, phase), 1), shortest)
             best[L, phase] = min(seconds, best.get((L, phase), seconds))
             taken[L, phase] = taken.get((L, phase), 0) + 1
-    return state()
+    return out | timings(best) | {"measures": min(taken.values())}
 
 
 def timed(v: dict) -> list[int]:
