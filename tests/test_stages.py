@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-import time
 
 import pytest
 
@@ -97,7 +96,7 @@ def test_a_long_timing_series_is_cut_into_short_stages(monkeypatch):
     assert len(partials) == len(clock.LENGTHS) * len(clock.PHASES) * 2  # a prefill and a decode per length, twice
 
 
-def slow_machine(monkeypatch, cost: float) -> list[float]:
+def machine(monkeypatch, cost: float) -> list[float]:
     """clock.py's time on a machine where a pass of the mini-GPT takes `cost` seconds: the
     time is a counter that each pass advances (by `cost`) and each reading (by 0.1 µs). The
     time, in seconds, in the list returned."""
@@ -122,7 +121,7 @@ def test_a_slow_machine_gets_fewer_repeats_within_the_budget_and_is_told(monkeyp
     """50 ms a pass (a phone, a busy CPU): every point timed once (1.2 s with the untimed first
     calls), then rounds of 12 timings (0.6 s) until BUDGET_S: 7 to 8 timings a point of the 15
     asked, the run over within a timing of the budget, and the figure and its text say so."""
-    now = slow_machine(monkeypatch, 0.05)
+    now = machine(monkeypatch, 0.05)
     result = registry.run("clock", {"repeats": 15})
     assert clock.BUDGET_S < now[0] <= clock.BUDGET_S + 0.05 + 1e-3
     assert result.values["measures"] == 7
@@ -134,17 +133,18 @@ def test_a_slow_machine_gets_fewer_repeats_within_the_budget_and_is_told(monkeyp
 
 def test_a_very_slow_machine_still_times_every_point_once(monkeypatch):
     """1 s a pass: the first full figure takes 24 s, past the budget, but no point is left out."""
-    now = slow_machine(monkeypatch, 1.0)
+    now = machine(monkeypatch, 1.0)
     values = finish(clock.clock(repeats=5, seed=0))
     assert values["measures"] == 1 and clock.timed(values) == list(clock.LENGTHS)
     assert now[0] == pytest.approx(len(clock.LENGTHS) * 4 * 1.0, abs=1e-2)  # per length: 2 untimed calls, 2 timed
 
 
-def test_a_fast_machine_does_all_its_repeats():
-    """Here (CPython, numpy natively) the whole run at the most repeats takes about 2 s: all of them."""
-    t = time.perf_counter()
+def test_a_fast_machine_does_all_its_repeats(monkeypatch):
+    """1 ms a pass (CPython here takes 0.2 ms to 13 ms, Pyodide a few times more): the most
+    repeats, 15, in well under the budget. (On the real clock a busy machine could take longer.)"""
+    now = machine(monkeypatch, 1e-3)
     result = registry.run("clock", {"repeats": 15})
-    assert time.perf_counter() - t < clock.BUDGET_S
+    assert now[0] < clock.BUDGET_S / 2
     assert result.values["measures"] == 15
     assert "la més ràpida de 15 mesures per punt" in result.figure and "almenys" not in result.figure
 
