@@ -73,19 +73,81 @@ def test_quantize_reports_only_the_stages_a_change_needs():
     assert 1 <= len(partials) <= 4  # bf16 has no scale, the original did not change
 
 
-def test_clock_shows_each_context_length_as_it_is_timed():
+def test_clock_shows_each_context_length_as_it_is_timed_then_refines_the_whole_figure():
+    """Every point timed once, a length at a time: the first full figure; then each round of
+    further timings shows the fastest so far, never a slower one."""
     partials, last = final("clock", {"repeats": 3})
     seen = [len(clock.timed(p["values"])) for p in partials]  # a slow timing series repeats its partial
-    assert seen == sorted(seen) and sorted(set(seen)) == list(range(len(clock.LENGTHS)))
+    assert seen == sorted(seen) and sorted(set(seen)) == list(range(len(clock.LENGTHS) + 1))
     assert "bytes_decode" in partials[0]["values"]  # counted from the shapes, at once
-    assert clock.timed(last["values"]) == list(clock.LENGTHS)
+    refining = [p for p in partials if len(clock.timed(p["values"])) == len(clock.LENGTHS)]
+    assert sorted({p["message"] for p in refining}) == [f"afinant: mesura {k} de 3 de cada punt" for k in (2, 3)]
+    assert all("measures" not in p["values"] and "mesures per punt" not in p["figure"] for p in partials)  # not yet said
+    for key in [k for k in last["values"] if k.startswith(("prefill_ms", "decode_us"))]:
+        shown = [p["values"][key] for p in refining] + [last["values"][key]]
+        assert shown == sorted(shown, reverse=True), key
+    assert clock.timed(last["values"]) == list(clock.LENGTHS) and last["values"]["measures"] == 3
 
 
 def test_a_long_timing_series_is_cut_into_short_stages(monkeypatch):
     """Stages of at most about STAGE_S: with every timing slower than that, each one is a stage."""
     monkeypatch.setattr(clock, "STAGE_S", 0.0)
     partials, _ = final("clock", {"repeats": 2})
-    assert len(partials) == len(clock.LENGTHS) * (1 + 2 * 2)  # per length: its note, then 2 prefills, 2 decodes
+    assert len(partials) == len(clock.LENGTHS) * len(clock.PHASES) * 2  # a prefill and a decode per length, twice
+
+
+def machine(monkeypatch, cost: float) -> list[float]:
+    """clock.py's time on a machine where a pass of the mini-GPT takes `cost` seconds: the
+    time is a counter that each pass advances (by `cost`) and each reading (by 0.1 µs). The
+    time, in seconds, in the list returned."""
+    now, extend = [0.0], clock.gpt.extend
+
+    class Counter:
+        @staticmethod
+        def perf_counter():
+            now[0] += 1e-7
+            return now[0]
+
+    def slow(*args):
+        now[0] += cost
+        return extend(*args)
+
+    monkeypatch.setattr(clock, "time", Counter)
+    monkeypatch.setattr(clock.gpt, "extend", slow)
+    return now
+
+
+def test_a_slow_machine_gets_fewer_repeats_within_the_budget_and_is_told(monkeypatch):
+    """50 ms a pass (a phone, a busy CPU): every point timed once (1.2 s with the untimed first
+    calls), then rounds of 12 timings (0.6 s) until BUDGET_S: 7 timings a point of the 15 asked
+    (8 for the points the last round reached), the run over within a timing of the budget, and
+    the figure, its text and the panel say so."""
+    now = machine(monkeypatch, 0.05)
+    result = registry.run("clock", {"repeats": 15})
+    assert clock.BUDGET_S < now[0] <= clock.BUDGET_S + 0.05 + 1e-3
+    assert result.values["measures"] == 7
+    assert clock.timed(result.values) == list(clock.LENGTHS)
+    assert "almenys 7 de 15 mesures per punt: límit de 5 s" in result.figure
+    assert "la més ràpida d'almenys 7 de les 15 mesures demanades" in result.alt
+    assert registry.formatted("clock", result.values)["measures"] == "7"
+
+
+def test_a_very_slow_machine_still_times_every_point_once(monkeypatch):
+    """1 s a pass: the first full figure takes 24 s, past the budget, but no point is left out."""
+    now = machine(monkeypatch, 1.0)
+    values = finish(clock.clock(repeats=5, seed=0))
+    assert values["measures"] == 1 and clock.timed(values) == list(clock.LENGTHS)
+    assert now[0] == pytest.approx(len(clock.LENGTHS) * 4 * 1.0, abs=1e-2)  # per length: 2 untimed calls, 2 timed
+
+
+def test_a_fast_machine_does_all_its_repeats(monkeypatch):
+    """1 ms a pass (CPython here takes 0.2 ms to 13 ms): the most repeats, 15, in well under the
+    budget. On a counter, as the real clock of a busy machine could pass 5 s."""
+    now = machine(monkeypatch, 1e-3)
+    result = registry.run("clock", {"repeats": 15})
+    assert now[0] < clock.BUDGET_S / 2
+    assert result.values["measures"] == 15
+    assert "la més ràpida de 15 mesures per punt" in result.figure and "almenys" not in result.figure
 
 
 def coarse_clock(monkeypatch, step: float) -> list[float]:
@@ -118,7 +180,10 @@ def test_a_call_shorter_than_the_clocks_step_is_timed_in_batches(monkeypatch, st
     shortest = clock.shortest_timing(clock.clock_step())
     for phase in range(10):  # wherever in the clock's step the timing starts
         now[0] = 7 + phase * step / 10
-        assert finish(clock.best_of(call, 3, None, shortest)) == pytest.approx(1e-5, rel=0.06), phase
+        seconds, n = clock.timing(call, 1, shortest)
+        assert seconds == pytest.approx(1e-5, rel=0.06), phase
+        again, more = clock.timing(call, n, shortest)  # the next starts at n, doubled if it read short
+        assert again == pytest.approx(1e-5, rel=0.06) and more in (n, 2 * n), phase
 
 
 def test_the_clocks_step_is_read_where_it_runs_and_sets_every_timings_length(monkeypatch):
@@ -128,12 +193,11 @@ def test_the_clocks_step_is_read_where_it_runs_and_sets_every_timings_length(mon
     assert [clock.shortest_timing(s) for s in (1e-9, 1e-4, 1e-3, 0.1)] == [0.002, 0.002, 0.02, clock.STAGE_S]
     asked = []
 
-    def best_of(fn, repeats, note, shortest):
+    def timing(fn, n, shortest):
         asked.append(shortest)
-        return 1e-3
-        yield  # a generator, as best_of is
+        return 1e-3, n
 
-    monkeypatch.setattr(clock, "best_of", best_of)
+    monkeypatch.setattr(clock, "timing", timing)
     coarse_clock(monkeypatch, 1e-3)
     assert clock.clock_step(reads=1) == pytest.approx(1e-3)
     finish(clock.clock(repeats=1, seed=0))

@@ -99,7 +99,7 @@ def record(rounds: int = ROUNDS) -> dict:
         if not keys:
             continue
         runs = [registry.compute(name, {})[1] for _ in range(rounds)]
-        timings = [k for k in keys if isinstance(values[k], (int, float)) and not isinstance(values[k], bool)]
+        timings = [k for k in keys if isinstance(values[k], float)]  # not a count (the clock's `measures`) nor a name
         best = typical(runs, timings)
         measured = {k: best[k] for k in keys}
         if "runtime" in measured:

@@ -4,7 +4,10 @@ The clock *measures*: it times, wherever it runs (CPython at build time, Pyodide
 reader's browser), a whole prefill of L tokens and one decode step at context L. The
 counter does not measure: it counts, from the shapes, the weight bytes each token reads
 and the FLOPs it costs. Timings are declared `timed` on their outputs, so tests never compare them and the page
-recomputes them once Python is ready (the prerender timed the build machine).
+recomputes them once Python is ready (the prerender timed the build machine). A slow or
+busy machine (a phone) gets fewer repeats, never a minute of spinner: every point is timed
+once (the first full figure), further timings only begin within BUDGET_S, and the figure
+says how many each point got.
 """
 
 from __future__ import annotations
@@ -61,6 +64,12 @@ def one_thread():
 
 
 STAGE_S = 0.05  # a stage of the timing runs lasts about this long at most
+# Every point (a length's prefill, its decode step) is timed once, whatever it costs: the first
+# full figure. Its further timings, up to the repeats asked, begin only while less than this
+# has passed since the run began: a slow or busy machine (a phone, a loaded CPU) shows fewer
+# repeats, and says so, rather than a minute of spinner
+BUDGET_S = 5.0
+PHASES = ("prefill", "decode")
 # A timing lasts at least this long, and at least STEPS_PER_SAMPLE steps of the clock:
 # browsers coarsen performance.now() (Pyodide's clock) to steps of 0.1 ms (Chromium) or 1 ms
 # (Firefox, WebKit), and the kernel's decode step can take less, which one call at a time
@@ -90,33 +99,42 @@ def clock_step(reads: int = 3) -> float:
     return min(steps)
 
 
-def best_of(fn, repeats: int, note: Partial, shortest: float):
-    """Fastest of `repeats` timings, in seconds per call (returned): the least disturbed by the
-    machine. A call too short for the clock is timed n at a time, n doubling until a timing
-    lasts `shortest` seconds (shortest_timing), as timeit's autorange does. A generator: it
-    yields `note` again whenever STAGE_S has passed, cutting a long series into stages so
-    that other widgets' runs get in between (engine.widget.Partial)."""
-    times, since, n = [], time.perf_counter(), 1
-    with one_thread():
-        fn()  # untimed: the first call of a length allocates its arrays and fills the caches
-        while len(times) < repeats:
-            t = time.perf_counter()
-            for _ in range(n):
-                fn()
-            elapsed = time.perf_counter() - t
-            if elapsed < shortest:
-                n *= 2  # too short to read: not kept
-                continue
-            times.append(elapsed / n)
-            if time.perf_counter() - since > STAGE_S:
-                yield note
-                since = time.perf_counter()
-    return min(times)
+def timing(fn, n: int, shortest: float) -> tuple[float, int]:
+    """One timing of fn: (seconds per call, calls per timing). A call too short for the clock
+    is timed n at a time, n doubling until a timing lasts `shortest` seconds
+    (shortest_timing), as timeit's autorange does; a point's next timing starts from its n."""
+    while True:
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        elapsed = time.perf_counter() - t
+        if elapsed >= shortest:
+            return elapsed / n, n
+        n *= 2  # too short to read: not kept
+
+
+def timings(best: dict) -> dict:
+    """The timed outputs from the fastest timing of each point so far ({(L, phase): seconds
+    per call}): the lengths whose prefill and decode both have one."""
+    out = {}
+    for L in LENGTHS:
+        if (L, "decode") in best:
+            prefill, decode = best[L, "prefill"], best[L, "decode"]
+            out |= {f"prefill_ms_{L}": 1e3 * prefill, f"prefill_us_per_token_{L}": 1e6 * prefill / L,
+                    f"decode_us_{L}": 1e6 * decode}
+    if "decode_us_128" in out:
+        out["ratio_128"] = out["decode_us_128"] / out["prefill_us_per_token_128"]
+    return out
 
 
 def clock(repeats: int, seed: int):
-    """A staged compute (engine.widget.Partial): the counts come from the shapes at once, the
-    timings one context length at a time, each shown as soon as it is measured."""
+    """A staged compute (engine.widget.Partial): the counts come from the shapes at once; each
+    point is timed once, a context length at a time, each shown as soon as it is measured (the
+    first full figure); then round after round, each round refining the figure, up to
+    `repeats` timings a point, none begun after BUDGET_S. `measures`, at the end: the fewest
+    timings a point got (the points of an unfinished round got one more). The fastest of a point's
+    timings is kept: the least disturbed by the machine."""
+    start = time.perf_counter()
     cfg, p, _ = session.load("mini")
     tokens = np.random.default_rng(seed).integers(0, cfg.vocab, max(LENGTHS) + 1)  # [513]
     c, long = counts(cfg, gpt.n_params(p), 128), counts(cfg, gpt.n_params(p), max(LENGTHS))
@@ -126,22 +144,47 @@ def clock(repeats: int, seed: int):
            "flops_prefill_128": c["flops_prefill"], "flops_decode_128": c["flops_decode"],
            "flops_prefill_512": long["flops_prefill"]}
     shortest = shortest_timing(clock_step())
-    for i, L in enumerate(LENGTHS):
-        note = Partial(dict(out), i / len(LENGTHS), f"cronometrant el context de {L} tokens")
-        yield note
-        prefill = yield from best_of(lambda: gpt.extend(p, cfg, tokens[:L]), repeats, note, shortest)
-        _, kv = gpt.extend(p, cfg, tokens[:L])
-        decode = yield from best_of(lambda: gpt.extend(p, cfg, tokens[L:L + 1], kv), repeats, note, shortest)
-        out |= {f"prefill_ms_{L}": 1e3 * prefill, f"prefill_us_per_token_{L}": 1e6 * prefill / L,
-                f"decode_us_{L}": 1e6 * decode}
-        if L == 128:
-            out["ratio_128"] = out["decode_us_128"] / out["prefill_us_per_token_128"]
-    return out
+    schedule = [(k, L, phase) for k in range(repeats) for L in LENGTHS for phase in PHASES]
+    calls, n, best, taken = {}, {}, {}, {}  # per point: the call, calls per timing, fastest, timings
+
+    def note(message: str) -> Partial:  # `measures` is the end's: a partial's status line says the round
+        return Partial(out | timings(best), sum(taken.values()) / len(schedule), message)
+
+    with one_thread():
+        since = start
+        for k, L, phase in schedule:
+            if k and time.perf_counter() - start > BUDGET_S:
+                break
+            new = (L, phase) == (LENGTHS[0], PHASES[0]) if k else phase == PHASES[0]  # a round, a length
+            if new or time.perf_counter() - since > STAGE_S:
+                yield note(f"afinant: mesura {k + 1} de {repeats} de cada punt" if k
+                           else f"cronometrant el context de {L} tokens")
+                since = time.perf_counter()
+            if not k and phase == PHASES[0]:
+                _, kv = gpt.extend(p, cfg, tokens[:L])  # untimed, as each call's first: it allocates, fills the caches
+                calls[L, "prefill"] = lambda L=L: gpt.extend(p, cfg, tokens[:L])
+                calls[L, "decode"] = lambda L=L, kv=kv: gpt.extend(p, cfg, tokens[L:L + 1], kv)
+                calls[L, "decode"]()
+            seconds, n[L, phase] = timing(calls[L, phase], n.get((L, phase), 1), shortest)
+            best[L, phase] = min(seconds, best.get((L, phase), seconds))
+            taken[L, phase] = taken.get((L, phase), 0) + 1
+    return out | timings(best) | {"measures": min(taken.values())}
 
 
 def timed(v: dict) -> list[int]:
     """The context lengths measured so far (all of them, once the run is over)."""
     return [L for L in LENGTHS if f"decode_us_{L}" in v]
+
+
+def repeats(p: dict, v: dict) -> tuple[str, str]:
+    """How many timings each point got, of those asked (fewer once BUDGET_S ran out): the
+    figure's note, and the sentence of its text alternative."""
+    got, asked, budget = v["measures"], p["repeats"], fmt.number(BUDGET_S)
+    if got >= asked:
+        return f"la més ràpida de {got} mesures per punt", f"Cada punt és la més ràpida de {got} mesures."
+    return (f"almenys {got} de {asked} mesures per punt: límit de {budget} s",
+            f"Cada punt és la més ràpida d'almenys {got} de les {asked} mesures demanades: "
+            f"passats {budget} s, el rellotge no en comença cap més.")
 
 
 def _figure(p: dict, v: dict) -> tuple[str, str]:
@@ -163,10 +206,16 @@ def _figure(p: dict, v: dict) -> tuple[str, str]:
             plot.dot(x, y, cls, 3)
         plot.text(plot.x(lengths[-1]) + 6, plot.y(ys[-1]) + 4, label, "start", f"tw-note {cls}")
     plot.text(plot.left + 6, plot.top + 14, f"mesurat amb {v['runtime']}", "start", "tw-note")
+    if "measures" in v and plot.layout.compact:  # a phone: under the axis' title, where the box grows for it
+        plot.text(plot.width / 2, plot.height + 12, repeats(p, v)[0], "middle", "tw-note")
+    elif "measures" in v:
+        plot.text(plot.left + 6, plot.top + 30, repeats(p, v)[0], "start", "tw-note")
     if "ratio_128" in v:
         alt = (f"Temps mesurats amb {v['runtime']}: a 128 tokens, el prefill costa "
                f"{fmt.number(v['prefill_us_per_token_128'], 1)} µs per token; el decode, "
                f"{fmt.number(v['decode_us_128'], 1)} µs per pas ({fmt.with_unit(v['ratio_128'], 1, '×')} més car per token).")
+        if "measures" in v:
+            alt += " " + repeats(p, v)[1]
     else:
         alt = f"Temps que es mesuren ara amb {v['runtime']}: {len(lengths)} de {len(LENGTHS)} longituds de context."
     return plot.render("El rellotge: prefill i decode del mini-GPT", alt), alt
@@ -195,7 +244,8 @@ def _tables(p: dict, v: dict) -> str:
 
 PARAMS = (
     Param("repeats", "int", 5, "Repeticions de cada mesura", min=1, max=15,
-          help="Es queda la més ràpida: la que menys han destorbat les altres tasques de la màquina."),
+          help="Es queda la més ràpida: la que menys han destorbat les altres tasques de la màquina. Cada punt "
+               f"es mesura primer una vegada; les repeticions següents, només fins que han passat {fmt.number(BUDGET_S)} s."),
     Param("seed", "int", 0, "Llavor dels tokens", min=0, max=999),
 )
 
@@ -210,6 +260,7 @@ OUTPUTS = (
     Output("flops_prefill_128", "FLOPs per token, prefill a 128", decimals=2, style="si"),
     Output("flops_prefill_512", "FLOPs per token, prefill a 512", decimals=2, style="si", panel=False),
     Output("flops_decode_128", "FLOPs per token, decode a 128", decimals=2, style="si"),
+    Output("measures", "mesures de cada punt, com a mínim", timed=True),  # fewer than asked once BUDGET_S ran out
     Output("params", "paràmetres del mini-GPT", decimals=0, panel=False),
     Output("runtime", "on s'ha mesurat", style="text", panel=False, timed=True),
     # every length's timings, for the figure and for live numbers in the prose
