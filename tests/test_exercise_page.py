@@ -90,7 +90,9 @@ def test_each_reference_passes_its_starter_and_wrong_answers_fail(watched, serve
     for name in CHAPTER:
         verdict, said = check(page, name)  # the starter as the page shows it
         assert verdict == "fail", (name, said)
-        assert "Amb l'exemple `" in said or "Amb un cas amagat `" in said, (name, said)
+        assert said.startswith(("Amb l'exemple ", "Amb un cas amagat ")), (name, said)
+        call = page.inner_text(f"{sel(name)} .tw-exercise-result code")  # the failing call, set as code
+        assert call.startswith(info(name)["function"] + "("), (name, call)
         assert button(page, name, "Solució").is_enabled(), name  # tried once: the solution may be seen
         assert page.get_attribute(sel(name), f"data-{Data.SOLVED}") is None
         for why, wrong in WRONG.get(name, [])[:2]:

@@ -12,8 +12,8 @@
 // widgets recompute in the fresh one, or the kernel itself on a page without widgets), and the
 // verdict is `timeout`. After each check the result line carries data-verdict (pass | fail |
 // error | timeout) and is announced (aria-live); a pass sets data-solved="true" on the exercise.
-// The verdict's words are plain text (textContent): nothing of the reader's reaches the page
-// as markup.
+// The verdict's words are plain text (text nodes; its `code` spans as <code>): nothing of the
+// reader's reaches the page as markup.
 //
 // A pass of an exercise that drives a widget (exercise.Drives: top-p in the sampling figure, KV
 // bytes in the cache's) carries that widget's module with the reader's function behind its
@@ -197,7 +197,8 @@
     }
 
     say(text, verdict = null, line = null) {
-      this.result.textContent = text;
+      this.result.replaceChildren();
+      inline(this.result, text); // the call and the values as code: text nodes, never markup
       if (verdict) this.result.dataset[DATA.VERDICT] = verdict;
       else delete this.result.dataset[DATA.VERDICT];
       if (this.editor) this.editor.markLine(line);
