@@ -251,3 +251,16 @@ def test_section_8_counts_the_solved_and_clears_them(watched, server):
     assert page.get_attribute(sel("paged_waste"), f"data-{Data.SOLVED}") is None
     assert page.evaluate("n => window.tw.exercise.text(n)", "paged_waste") == info("paged_waste")["starter"]
     assert watched.errors == []
+
+
+def test_an_exercise_is_checked_offline_after_one_visit(browser, server):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server + PAGE)
+    page.wait_for_function("() => document.documentElement.dataset.twOffline === 'ready'", timeout=120_000)
+    context.set_offline(True)
+    page.reload()
+    opened(page, "kv_bytes")
+    assert page.get_attribute(f"{sel('kv_bytes')} .tw-exercise-editor", "data-editor") == "codemirror"  # from the cache
+    assert check(page, "kv_bytes", info("kv_bytes")["solution"])[0] == "pass"
+    context.close()
