@@ -269,3 +269,13 @@ def test_constants_the_prose_quotes_are_the_code_s():
     assert f"primers {fmt.number(quantize.EVAL_TOKENS)} caràcters del text reservat, la meitat dels {fmt.number(training)}" in text
     assert quantize.EVAL_TOKENS * 2 == training  # "la meitat"
     assert f"Llama 3 70B, que només admet {fmt.number(MODELS['llama-3-70b'].max_context)} posicions" in text
+
+
+def test_the_clocks_note_gives_the_clocks_own_constants():
+    """§1's note on how the clock times says how long a timing lasts; those are clock.py's numbers."""
+    from widgets_py.cap15 import clock
+    text = (ROOT / "docs" / "cap15" / "index.md").read_text()
+    note = text[text.index('??? note "Com mesura el rellotge'):]
+    note = " ".join(note[:note.index("\n\n", note.index("tandes"))].split())
+    assert clock.STEPS_PER_SAMPLE == 20 and "almenys vint passos del rellotge" in note
+    assert f"com a mínim {clock.MIN_SAMPLE_S * 1e3:g} ms" in note and f"no passa de {clock.STAGE_S * 1e3:g} ms" in note

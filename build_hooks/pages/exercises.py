@@ -70,11 +70,12 @@ def statement_html(text: str, config) -> str:
 def html(name: str, config) -> str:
     """The exercise `name` as the page shows it before Python arrives (and on paper)."""
     e = registry.exercise(name)
+    drives = (f'<p class="tw-exercise-drives">Quan la teva funció passi les comprovacions, la podràs aplicar a la '
+              f'figura «{escape(registry.get(e.drives.widget).title)}» i veure-la treballar.</p>' if e.drives else "")
     return (f'<div class="{Class.EXERCISE}" id="tw-ex-{escape(name)}" data-{Data.EXERCISE}="{escape(name)}">'
             f'<p class="tw-exercise-title">Exercici: {escape(e.title)}</p>'
             f'<div class="tw-exercise-statement">{statement_html(e.statement, config)}</div>'
-            + (f'<p class="tw-exercise-drives">Quan la teva funció passi les comprovacions, la podràs aplicar '
-               f'a la figura «{escape(registry.get(e.drives.widget).title)}» i veure-la treballar.</p>'
-               if e.drives else '') +
+            '<p class="tw-exercise-frame">El codi inicial és un primer intent que no passa les comprovacions: '
+            'troba què hi falla i corregeix-lo.</p>'
             f'<pre class="{Class.EXERCISE_STARTER}" tabindex="0" aria-label="Codi inicial: {escape(e.title)}">'
-            f'<code class="language-python">{escape(e.starter)}</code></pre></div>')
+            f'<code class="language-python">{escape(e.starter)}</code></pre>{drives}</div>')

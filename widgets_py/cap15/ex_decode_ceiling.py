@@ -34,7 +34,7 @@ EXAMPLE = case("llama-3-70b", "h100-80gb", "bf16")
 
 STATEMENT = f"""
 En el *decode* a lot 1, cada token nou obliga a llegir de la memòria de la GPU tots els pesos
-del model, una vegada. Si aquesta lectura és l'únic que fa esperar, els tokens per segon tenen
+que fa servir, una vegada (de la taula d'entrada, només la fila del token). Si aquesta lectura és l'únic que fa esperar, els tokens per segon tenen
 un sostre: l'ample de banda dividit pels bytes de pesos que es llegeixen a cada pas.
 
 Escriu `decode_ceiling(params, bytes_per_param, bandwidth)`, que torni aquest sostre en tokens
@@ -46,7 +46,7 @@ per segon:
 
 Per exemple, {MODELS["llama-3-70b"].label} en BF16, que llegeix
 {fmt.with_unit(EXAMPLE["params"] / 1e9, 1, "G")} paràmetres per pas (tots menys la taula d'entrada),
-no passaria de {fmt.with_unit(ceiling(**EXAMPLE), 1, "tokens/s")} en una {GPUS["h100-80gb"].label}
+no passaria de {fmt.with_unit(ceiling(**EXAMPLE), 1, "tok/s")} en una {GPUS["h100-80gb"].label}
 ({fmt.with_unit(GPUS["h100-80gb"].bandwidth / 1e9, 0, "GB/s")}), si hi cabés.
 """
 

@@ -35,7 +35,7 @@ En la variant simètrica del widget del §4, la quantització INT4 per grups des
 enter de −{INT_TOP["int4"]} a {INT_TOP["int4"]} i una escala per grup (AWQ i GPTQ aprofiten els 16
 codis, amb un punt zero, i desen l'escala en FP16). La matriu `w` té forma `[entrades, sortides]` (el model
 calcula `x @ w`), i un grup són `group` pesos consecutius d'una mateixa columna, al llarg de les
-entrades, com els agrupen AWQ i GPTQ; si les entrades no són múltiple de `group`, el darrer grup de cada
+entrades, com els agrupen AWQ i GPTQ; si el nombre d'entrades no és múltiple de `group`, el darrer grup de cada
 columna és més curt. Per a cada grup:
 
 1. l'escala és el valor absolut màxim del grup dividit per {INT_TOP["int4"]}, desada en BF16

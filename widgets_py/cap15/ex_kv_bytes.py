@@ -45,7 +45,7 @@ BYTES = ", ".join(f"`\"{k}\"` {fmt.number(FORMATS[k].nbytes)}" for k in CACHE_FO
 
 STATEMENT = f"""
 Per cada token, cada capa del model guarda al KV-cache una clau K i un valor V de `d_head`
-nombres per a cada cap de KV. Amb l'atenció de consultes agrupades (GQA), diversos caps de
+nombres per a cada cap de KV. Amb l'atenció amb consultes agrupades (GQA), diversos caps de
 consulta comparteixen els mateixos K i V: hi ha `n_kv_heads` caps de KV, menys que els
 `n_heads` caps de consulta (sense GQA, en són tants com aquests).
 
@@ -54,7 +54,7 @@ els bytes (un enter) que ocupa el cache de `batch` seqüències de `tokens` toke
 el format `cache`, on cada nombre ocupa: {BYTES}.
 
 Per exemple, {MODELS["llama-3-70b"].label} ({EXAMPLE["n_layers"]} capes, {EXAMPLE["n_heads"]} caps
-de consulta, {EXAMPLE["n_kv_heads"]} de KV de {EXAMPLE["d_head"]} dimensions) amb
+de consulta, {EXAMPLE["n_kv_heads"]} de KV, de {EXAMPLE["d_head"]} dimensions) amb
 {fmt.tokens(8192)} tokens en BF16 ocupa {fmt.number(cache_bytes(**EXAMPLE))} bytes.
 """
 

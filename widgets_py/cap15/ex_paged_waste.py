@@ -33,8 +33,8 @@ d'una sola peça: la reparteix en blocs de `block` tokens (vLLM en fa servir {BL
 per defecte). Una seqüència pren un bloc nou quan omple l'anterior, de manera que només el seu
 darrer bloc pot quedar a mitges.
 
-Escriu `paged_waste(lengths, block)`, que torni quants llocs de token (un enter) hi ha reservats
-als blocs de les seqüències sense cap token a dins; `lengths` és la llista dels tokens que té al
+Escriu `paged_waste(lengths, block)`, que torni quants llocs de token (un enter) dels blocs que
+ocupen les seqüències han quedat buits; `lengths` és la llista dels tokens que té al
 cache cada seqüència (una seqüència de 0 tokens no té cap bloc).
 
 Per exemple, `paged_waste([16, 17, 1, 0], 16)` és 30: la primera omple el seu bloc, la segona en

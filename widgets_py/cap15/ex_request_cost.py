@@ -49,7 +49,7 @@ costa la petició, en dòlars.
 Per exemple, amb {fmt.number(EXAMPLE["prefill_s"], 2)} s de *prefill*, {EXAMPLE["answer"]} passos
 de {fmt.number(EXAMPLE["step_s"] * 1e3)} ms compartits per {EXAMPLE["concurrency"]} seqüències i
 un grup de {fmt.number(EXAMPLE["dollars_per_hour"])} dòlars l'hora, la petició costa
-{fmt.number(cost(**EXAMPLE), 5)} dòlars.
+{fmt.number(cost(**EXAMPLE), 7)} dòlars.
 """
 
 STARTER = '''def request_cost(prefill_s, step_s, answer, concurrency, dollars_per_hour):

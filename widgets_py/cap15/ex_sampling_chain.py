@@ -39,7 +39,7 @@ Abans de triar el token següent, la distribució del model passa per una cadena
 L'ordre importa, i cada motor té el seu. Aquí seguim el de Hugging Face transformers (vLLM fa
 top-k i top-p igual, però aplica min-p abans; llama.cpp aplica la temperatura al final):
 
-1. **temperatura**: divideix els logits per `temperature` (més gran que 0) i en fa el softmax;
+1. **temperatura**: divideix els logits per `temperature` (més gran que 0) i en fa la softmax;
 2. **top-k**: es queda amb els `top_k` tokens de logit més alt (`top_k = 0`: no filtra);
 3. **top-p**: sobre les probabilitats dels supervivents de top-k, *renormalitzades*, ordenades de
    més a menys probables, es queda el prefix més curt la massa del qual arriba a `top_p`

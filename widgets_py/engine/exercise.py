@@ -218,24 +218,24 @@ def mismatch(expected: Any, got: Any, rtol: float, atol: float) -> str | None:
         return _array(expected, got, rtol, atol)
     if isinstance(expected, numbers.Integral) and not isinstance(expected, bool):
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            return (f"s'esperava un enter (`int`), {shown(expected)}, i ha tornat {kind(got)}; "
+            return (f"s'esperava un enter (`int`), `{shown(expected)}`, i ha tornat {kind(got)}; "
                     "un recompte es fa amb enters (`//`, `math.ceil`, `int(...)`)")
-        return None if int(got) == int(expected) else f"s'esperava {shown(expected)} i ha tornat {shown(got)}"
+        return None if int(got) == int(expected) else f"s'esperava `{shown(expected)}` i ha tornat `{shown(got)}`"
     if isinstance(expected, numbers.Real):
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            return f"s'esperava un nombre, {shown(expected)}, i ha tornat {kind(got)}"
+            return f"s'esperava un nombre, `{shown(expected)}`, i ha tornat {kind(got)}"
         return _real(float(expected), float(got), rtol, atol)
-    return None if got == expected else f"s'esperava {shown(expected)} i ha tornat {shown(got)}"
+    return None if got == expected else f"s'esperava `{shown(expected)}` i ha tornat `{shown(got)}`"
 
 
 def _real(expected: float, got: float, rtol: float, atol: float) -> str | None:
     if math.isnan(got):
-        return f"s'esperava {shown(expected)} i ha tornat NaN (un 0/0, inf − inf o l'arrel d'un negatiu?)"
+        return f"s'esperava `{shown(expected)}` i ha tornat NaN (un 0/0, inf − inf o l'arrel d'un negatiu?)"
     if math.isinf(got):
-        return f"s'esperava {shown(expected)} i ha tornat {shown(got)} (una divisió per zero?)"
+        return f"s'esperava `{shown(expected)}` i ha tornat `{shown(got)}` (una divisió per zero?)"
     if abs(got - expected) <= max(rtol * abs(expected), atol):
         return None
-    return f"s'esperava {shown(expected)} i ha tornat {shown(got)}{relative(expected, got)}"
+    return f"s'esperava `{shown(expected)}` i ha tornat `{shown(got)}`{relative(expected, got)}"
 
 
 def relative(expected: float, got: float) -> str:
@@ -268,4 +268,4 @@ def _array(expected: np.ndarray, got: Any, rtol: float, atol: float) -> str | No
     at = tuple(int(i) for i in np.argwhere(~close)[0])
     index = at[0] if len(at) == 1 else at
     return (f"{int((~close).sum())} elements diferents; el primer, a l'índex {index}: s'esperava "
-            f"{shown(expected[at])} i ha tornat {shown(values[at])}")
+            f"`{shown(expected[at])}` i ha tornat `{shown(values[at])}`")
