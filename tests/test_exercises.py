@@ -344,11 +344,13 @@ def test_the_build_stops_at_an_exercise_it_cannot_prove(tmp_path, reference, sta
 @pytest.mark.build
 @pytest.mark.parametrize("body, line, words", [
     ("Text.\n\n<!-- md:exercise kv_bites -->\n", 5, ["exercici desconegut 'kv_bites'", "kv_bytes"]),
-    ("<!-- md:exercise kv_bytes -->\n\nText.\n\n<!-- md:exercise kv_bytes -->\n", 7,
-     ["'kv_bytes' ja és en aquesta pàgina, a la línia 3"]),
+    ("<!-- md:widget kv_cache -->\n<!-- md:exercise kv_bytes -->\n\nText.\n\n<!-- md:exercise kv_bytes -->\n", 8,
+     ["'kv_bytes' ja és en aquesta pàgina, a la línia 4"]),
     ("<!-- md:exercise kv_bytes seed=3 -->\n", 3, ["no pren paràmetres"]),
     ("Text.\n\n<!-- md:exercicis -->\n", 5, ["<!-- md:exercicis --> en una pàgina sense exercicis"]),
-], ids=["unknown", "repeated", "parameters", "a list without exercises"])
+    ("Text.\n\n<!-- md:exercise kv_bytes -->\n", 5,
+     ["l'exercici 'kv_bytes' mou la figura 'kv_cache', que no és en aquesta pàgina", "<!-- md:widget kv_cache -->"]),
+], ids=["unknown", "repeated", "parameters", "a list without exercises", "its figure elsewhere"])
 def test_a_misplaced_exercise_stops_the_build_at_its_line(tmp_path, body, line, words):
     done, _ = _build(tmp_path, "# Proves\n\n" + body)
     assert done.returncode != 0, "the build accepted it"
@@ -359,13 +361,15 @@ def test_a_misplaced_exercise_stops_the_build_at_its_line(tmp_path, body, line, 
 @pytest.mark.build
 def test_a_placed_exercise_is_in_the_page_and_its_solution_is_not_in_the_search_index(tmp_path):
     e = ex("kv_bytes")
-    done, page = _build(tmp_path, "# Proves\n\n!!! example \"Practica\"\n\n    <!-- md:exercise kv_bytes -->\n\n"
-                                  "<!-- md:exercicis -->\n")
+    done, page = _build(tmp_path, "# Proves\n\n<!-- md:widget kv_cache -->\n\n"
+                                  "!!! example \"Practica\"\n\n    <!-- md:exercise kv_bytes -->\n\n"
+                                  "<!-- md:exercicis -->\n\nPer llistar-los: `<!-- md:exercicis -->`.\n")
     assert done.returncode == 0, done.stderr[-1500:]
     html = page.read_text()
     # the page's list of exercises: a link to each (exercise.js marks and counts the solved ones)
     assert f'<li data-listed="kv_bytes"><a href="#tw-ex-kv_bytes">{e.title}</a></li>' in html
-    assert html.count('data-exercise="kv_bytes"') == 1 and "md:exercise" not in html
+    assert html.count('data-exercise="kv_bytes"') == 1 and "md:exercise " not in html
+    assert html.count("data-listed=") == 1 and "<code>&lt;!-- md:exercicis --&gt;</code>" in html  # code stays code
     assert "<code>kv_cache_bytes(n_layers, n_heads, n_kv_heads, d_head, cache, tokens, batch)</code>" in html
     index = (page.parent / "search" / "search_index.json").read_text()
     assert "kv_cache_bytes" in index  # the statement is searchable

@@ -16,6 +16,7 @@ are not in it, so neither are they in the search index: the page asks the worker
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 import markdown as md
@@ -41,14 +42,29 @@ def on_config(config, *, build):
 
 
 def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
-    if PROGRESS not in markdown:
-        return markdown
     names = [d.args.split()[0] for d in directives.scan(markdown) if d.kind == "exercise"]
+    code = [m.span() for m in directives.CODE.finditer(markdown)]
+    at = [m.start() for m in re.finditer(re.escape(PROGRESS), markdown) if not any(a <= m.start() < b for a, b in code)]
+    if not at:
+        return markdown  # none, or only inside code (a page that shows how to write one)
     if not names:
-        line = markdown[:markdown.index(PROGRESS)].count("\n") + 1 + directives.line_offset(page.file.abs_src_path, markdown)
+        line = markdown[:at[0]].count("\n") + 1 + directives.line_offset(page.file.abs_src_path, markdown)
         raise PluginError(f"{directives.source(page)}:{line}: {PROGRESS} en una pàgina sense exercicis; "
                           "permès: en una pàgina amb almenys un '<!-- md:exercise NOM -->'")
-    return markdown.replace(PROGRESS, progress_html(names))
+    listed = progress_html(names)
+    for i in reversed(at):
+        markdown = markdown[:i] + listed + markdown[i + len(PROGRESS):]
+    return markdown
+
+
+def unplaced_figure(name: str, widgets: set[str]) -> str | None:
+    """Why exercise `name` cannot go on a page placing `widgets`: one that drives a figure
+    («Aplica a la figura») needs that figure on its page."""
+    drives = registry.exercise(name).drives
+    if drives is None or drives.widget in widgets:
+        return None
+    return (f"l'exercici '{name}' mou la figura '{drives.widget}', que no és en aquesta pàgina; posa-hi "
+            f"'<!-- md:widget {drives.widget} -->' o tria un exercici sense figura")
 
 
 def progress_html(names: list[str]) -> str:

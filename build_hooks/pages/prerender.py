@@ -89,6 +89,9 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
         if name in placed:
             raise ParamError(f"l'exercici '{name}' ja és en aquesta pàgina, a la línia {placed[name]}; "
                              "cada exercici hi va una sola vegada")
+        unplaced = exercises.unplaced_figure(name, {widget for widget, _, _ in instances.values()})
+        if unplaced:
+            raise ParamError(unplaced)
         placed[name] = d.line
         slots.append((exercises.html(name, config), d.line))
         return f"\n{d.indent}{SLOT.format(len(slots) - 1)}\n"
