@@ -1,9 +1,13 @@
-"""One chapter page as one HTML file that is interactive from disk (issue 16).
+"""One chapter, every page of its folder, as one HTML file that is interactive from disk (issues 16, 43).
 
 Browsers refuse workers and fetches from `file://`, but a page may start a worker from a
 Blob URL and compile WebAssembly from bytes it holds. So the exported file carries:
 
-- the page as the site renders it, read from the BUILT site (this module knows the built
+- each page of the chapter (its tracks: the page with formulas, the lay one) once, its body
+  in a <template>, beside the head and closing scripts they share; export_tracks.js puts
+  in the one `?pista=NAME` names (default the chapter's index), and links between the
+  chapter's pages are `?pista=` links to the file itself;
+- the pages as the site renders them, read from the BUILT site (this module knows the built
   HTML and the files it references, not how the build made them): styles and scripts
   inlined, the favicon as a data URI, Material's search and instant navigation switched
   off (one page, no index, no sitemap), links to other pages sent to the published site
@@ -15,9 +19,9 @@ Blob URL and compile WebAssembly from bytes it holds. So the exported file carri
   DecompressionStream and answer the worker's importScripts/fetch from memory.
 
 Compressing the runtime is the slow part (~3 s); the gzip of each file is kept in the cache
-by the sha256 of its bytes, so a rebuild with unchanged inputs costs ~0.3 s per page.
+by the sha256 of its bytes, so a rebuild with unchanged inputs costs ~0.3 s per chapter.
 
-The site's chapter pages link their file, and `./dev export` writes one: downloads.py.
+The site's chapter pages link their chapter's file, and `./dev export` writes one: downloads.py.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import io
 import json
 import posixpath
 import re
+import zipfile
 from dataclasses import dataclass
 from html import escape, unescape
 from pathlib import Path
@@ -36,7 +42,7 @@ from urllib.parse import urlsplit
 from widgets_py.engine.dom import Class
 
 from .. import cache
-from ..runtime import assets, bytecode, trim
+from ..runtime import assets, bytecode, trim, zips
 
 HERE = Path(__file__).resolve().parent
 SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
@@ -101,6 +107,29 @@ def _script(code: str) -> str:
     return "<script>" + code.replace("</script", "<\\/script").replace("<!--", "<\\!--") + "</script>"
 
 
+# Standard-library modules that cannot do their work in a file's worker, whose CSP allows no
+# connection and which has no process, terminal or screen of its own: network clients and
+# servers, a second process, a debugger on stdin, a browser to open, a GUI. The file leaves them
+# out (0,5 MB of its 14) unless the worker imports one (the site's trimmed stdlib lists what
+# it imports); an edit that imports one is told "No module named …", as for any absent module.
+UNRUNNABLE = frozenset({
+    "http", "xmlrpc", "wsgiref", "socketserver", "ftplib", "smtplib", "smtpd", "imaplib", "poplib", "nntplib", "telnetlib",
+    "asynchat", "asyncore", "cgi", "cgitb", "webbrowser", "multiprocessing", "pdb", "bdb", "venv", "ensurepip",
+    "idlelib", "lib2to3", "turtle", "turtledemo", "tkinter", "curses"})
+
+
+def top_names(zip_data: bytes) -> set[str]:
+    """The top-level module and package names of a zip, sources and bytecode alike."""
+    with zipfile.ZipFile(io.BytesIO(zip_data)) as z:
+        return {re.sub(r"\.pyc?$", "", name.split("/")[0]) for name in z.namelist()}
+
+
+def without_unrunnable(stdlib: bytes, imported: set[str]) -> bytes:
+    """The stdlib zip without the UNRUNNABLE modules the worker does not import."""
+    gone = UNRUNNABLE - imported
+    return zips.rewrite(stdlib, lambda name, body: None if re.sub(r"\.pyc?$", "", name.split("/")[0]) in gone else (name, body))
+
+
 def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict[str, bytes]:
     """Pyodide's core files and every package of the site's lock, each checked against the sha256
     the site's config (core files: pinned bytes, but the stdlib the site trimmed) or lock
@@ -128,12 +157,13 @@ def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict
             del raw[spec["file_name"]]
             spec["file_name"] = archive["file"]
             raw[archive["file"]] = whole
-        else:  # a core file: the whole one under the name Pyodide loads
-            raw[archive["completes"]] = whole
+        else:  # a core file: the whole one under the name Pyodide loads, but what a file cannot run
+            raw[archive["completes"]] = without_unrunnable(whole, top_names(raw[archive["completes"]]))
     files = {}
     for name, data in raw.items():
         if name.endswith((".zip", ".whl")):
             data = cache.kept(kept_in, data, ".nobytecode", bytecode.strip)
+            data = cache.kept(kept_in, data, ".stored", zips.stored)  # gzip'd whole below: tighter
         files[name] = data
     for spec in lock["packages"].values():
         spec["sha256"] = assets.sha256(files[spec["file_name"]])
