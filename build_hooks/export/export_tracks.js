@@ -7,7 +7,7 @@
 // ?pista=NAME links to the file itself: a track is switched by loading the file again.
 (() => {
   "use strict";
-  const TRACKS = __TRACKS__; // {param, attr, default}
+  const TRACKS = __TRACKS__;
   const named = new URLSearchParams(location.search).get(TRACKS.param);
   const templates = /** @type {HTMLTemplateElement[]} */ ([...document.querySelectorAll(`template[${TRACKS.attr}]`)]);
   const byName = (/** @type {string | null} */ name) => templates.find((t) => t.getAttribute(TRACKS.attr) === name);
