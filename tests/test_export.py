@@ -197,6 +197,10 @@ def test_the_same_file_works_over_http(watched, server):
     assert move_a_control(page, sel)
     wait_idle(page, sel)
     assert_matches_cpython(page, sel)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click(f"{sel} .tw-copy")  # a widget's copied link opens the same track
+    page.wait_for_function("s => document.querySelector(s).dataset.link", arg=sel)
+    assert re.search(r"\?roofline=[^#]*&pista=sense-formules#", page.get_attribute(sel, "data-link"))
     assert watched.errors == []
     assert [u for u in watched.requests if u != server + FILE + "?pista=sense-formules" and not u.startswith("blob:")] == []
 

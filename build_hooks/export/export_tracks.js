@@ -4,7 +4,8 @@
 // puts in the body the page that `?pista=NAME` in the file's URL names (the chapter's index
 // when none or an unknown one is named), and its title, so that the scripts after it (Material's,
 // the kernel, the widgets) find the page they expect. The file's links between its pages are
-// ?pista=NAME links to the file itself: a track is switched by loading the file again.
+// ?pista=NAME links to the file itself: a track is switched by loading the file again; a widget's
+// copied link keeps the track (tw.track, read by url-state.js).
 (() => {
   "use strict";
   const TRACKS = __TRACKS__;
@@ -15,5 +16,7 @@
   const here = /** @type {HTMLScriptElement} */ (document.currentScript);
   here.before(document.importNode(chosen.content, true));
   document.title = chosen.dataset.title || document.title;
+  const tw = (window.tw ||= /** @type {TW} */ ({}));
+  tw.track = { param: TRACKS.param, name: chosen.getAttribute(TRACKS.attr) }; // url-state.js keeps it in a copied link
   templates.forEach((t) => t.remove()); // the other tracks: not in the document a reader reads
 })();
