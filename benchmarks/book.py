@@ -92,11 +92,10 @@ def _build(book: Path, env: dict) -> float:
     return time.monotonic() - start
 
 
-def measure(n: int, work: Path) -> dict:
-    """The figures of a book of n chapters, built in `work`."""
+def measure(n: int, book: Path, work: Path) -> dict:
+    """The figures of `book`, a synthetic book of n chapters, its cache in `work`."""
     from build_hooks.hosting import size
 
-    book = synthetic_book(n, work / f"book-{n}")
     env = dict(os.environ, TEXTBOOK_CACHE=str(_cold_cache(work / f"cache-{n}")))
     times = {"cold": _build(book, env), "warm": _build(book, env)}
     page = book / PAGE
@@ -144,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory(prefix="book-") as tmp:
         work = args.keep or Path(tmp)
-        figures = [measure(n, work) for n in [args.n] + ([args.compare] if args.compare else [])]
+        sizes = [args.n] + ([args.compare] if args.compare else [])
+        books = {n: synthetic_book(n, work / f"book-{n}") for n in sizes}  # both copies first: the same project
+        figures = [measure(n, books[n], work) for n in sizes]
         for f in figures:
             print(f"N = {f['n']}: {f['budget'].line()}", file=sys.stderr)
         print(report(figures))
