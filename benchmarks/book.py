@@ -113,7 +113,7 @@ def measure(n: int, book: Path, work: Path) -> dict:
 def report(figures: list[dict]) -> str:
     """The figures side by side, one column per book."""
     def row(label: str, cells: list[str]) -> str:
-        return f"{label:<34}" + "".join(f"{c:>24}" for c in cells)
+        return f"{label:<34}" + "".join(f"{c:>40}" for c in cells)
 
     mb = lambda b: f"{b / 1e6:.1f} MB"  # noqa: E731
     lines = [row("", [f"N = {f['n']}" for f in figures])]
@@ -128,7 +128,7 @@ def report(figures: list[dict]) -> str:
         lines.append(row(f"build, {label}", [f"{f['times'][label]:.1f} s" for f in figures]))
     lines.append(row("build, warm, per chapter", [f"{f['times']['warm'] / f['n']:.2f} s" for f in figures]))
     for i in range(5):
-        lines.append(row(f"largest file {i + 1}", [f"{f['largest'][i][1].split('/')[-1][:14]} {mb(f['largest'][i][0])}" for f in figures]))
+        lines.append(row(f"largest file {i + 1}", [f"{f['largest'][i][1][-30:]} {mb(f['largest'][i][0])}" for f in figures]))
     return "\n".join(lines)
 
 
