@@ -27,7 +27,7 @@ import book
 import drawing
 import engines
 import tolerance
-from build_hooks.export import single_file
+from build_hooks.export import downloads
 from conftest import _Quiet
 from widgets_py import formatted, run
 from widgets_py.engine import registry, svg
@@ -273,7 +273,7 @@ def test_the_single_file_is_interactive_from_disk(engine, site, tmp_path):
 
 def the_single_file_is_interactive_from_disk(engine, site, tmp_path):
     single = tmp_path / "cap15.html"
-    source = site / "cap15" / ("index" + single_file.SUFFIX)
+    source = site / "cap15" / downloads.FILE
     if engine.name == "webkit":
         engines.single_file_with_probe(source, single)
     else:
@@ -285,6 +285,10 @@ def the_single_file_is_interactive_from_disk(engine, site, tmp_path):
     assert engine.js(WARM) == {"failed": []}
     seen = move_every_widget(engine)
     assert len(seen) >= 8
+    engine.goto(single.as_uri() + "?pista=sense-formules")  # the lay track, from the same file
+    wait_ready(engine)
+    assert engine.js("() => document.title").startswith("Sense fórmules")
+    assert len(move_every_widget(engine)) >= 4
     assert console_errors(engine, errors_before) == []
     assert engine.recorder.hits == []
 
@@ -297,7 +301,7 @@ def test_a_python_that_cannot_load_names_its_cause(engine, site, tmp_path):
 
 
 def a_python_that_cannot_load_names_its_cause(engine, site, tmp_path):
-    html = (site / "cap15" / ("index" + single_file.SUFFIX)).read_text()
+    html = (site / "cap15" / downloads.FILE).read_text()
     marker = 'data-name="pyodide.asm.wasm" '
     at = html.index(marker)
     start = html.index(">", at) + 1
@@ -443,7 +447,7 @@ def test_exercises_are_checked_served_and_from_the_single_file(engine, served, s
         engine.goto(served(engine.name).url + "cap15/")  # progress kept over http: solved after a reload
         assert engine.js(SOLVED_AFTER_RELOAD, "kv_bytes") == "true"
         single = tmp_path / "cap15.html"
-        source = site / "cap15" / ("index" + single_file.SUFFIX)
+        source = site / "cap15" / downloads.FILE
         if engine.name == "webkit":
             engines.single_file_with_probe(source, single)
         else:

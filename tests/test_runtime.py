@@ -33,8 +33,10 @@ def test_big_files_have_precompressed_siblings_that_are_them(site):
         unpacked = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else brotli.decompress(p.read_bytes())
         assert unpacked == original, p
         assert len(p.read_bytes()) < len(original)
-    assert not any(compress.wanted(p) and not p.with_name(p.name + ".gz").exists()
-                   for p in site.rglob("*") if p.is_file() and p.suffix in compress.KINDS)
+    for p in (p for p in site.rglob("*") if p.is_file() and compress.wanted(p)):
+        gz = p.with_name(p.name + ".gz")
+        assert gz.exists() != compress.packed(p.read_bytes()), p  # a sibling exactly where gzip gains
+    assert not list(site.rglob("*.descarrega.html.*"))  # the chapter's file: packed already
     files = json.loads(re.search(r"const FILES = (\{.*?\});", (site / "sw.js").read_text(), re.S).group(1))
     assert not [f for f in files if f.endswith((".gz", ".br"))] and "pyodide/pyodide.asm.wasm" in files
     assert "gzip_static on;" in (site / "nginx-headers.conf").read_text()
@@ -73,7 +75,7 @@ def test_a_cache_entry_is_whole_or_absent(tmp_path, monkeypatch):
     assert entry.read_bytes() == b"second" and [p.name for p in entry.parent.iterdir()] == ["entry.gz"]
 
 
-def test_packed_data_gets_gzip_only_and_text_gets_both(tmp_path, monkeypatch):
+def test_packed_data_gets_no_sibling_and_text_gets_both(tmp_path, monkeypatch):
     import base64
     import os
 
@@ -82,8 +84,11 @@ def test_packed_data_gets_gzip_only_and_text_gets_both(tmp_path, monkeypatch):
     packed.write_bytes(b"<script>" + base64.b64encode(os.urandom(300_000)) + b"</script>")
     text = tmp_path / "index.html"
     text.write_bytes(b"<p>El KV-cache creix amb el context.</p>\n" * 5000)
-    assert set(compress.siblings(packed)) == {".gz"}
+    assert compress.siblings(packed) == {}
     assert set(compress.siblings(text)) == {".gz", ".br"}
+    half = tmp_path / "half.html"  # packed data with enough text around it that gzip gains over PACKED
+    half.write_bytes(packed.read_bytes()[:100_000] + text.read_bytes())
+    assert set(compress.siblings(half)) == {".gz", ".br"}
 
 
 def test_a_big_files_brotli_is_kept_and_a_damaged_entry_is_made_again(tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from html import unescape
 import pytest
 from conftest import _Quiet
 
-from build_hooks.export import single_file
+from build_hooks.export import downloads
 from build_hooks.pages import codepanel
 from mkdocs.exceptions import PluginError
 from test_codepanel import BOOT_MS, OTHER, SEL, open_panel, ready, run_edit, shipped_module, type_at_end
@@ -272,7 +272,7 @@ def test_edits_are_kept_by_page_not_by_how_its_url_is_spelt(watched, server):
 
 def test_from_disk_another_file_cannot_plant_an_edit(browser, site, tmp_path):
     single = tmp_path / "capitol15.html"
-    single.write_bytes((site / "cap15" / ("index" + single_file.SUFFIX)).read_bytes())
+    single.write_bytes((site / "cap15" / downloads.FILE).read_bytes())
     other = tmp_path / "altre.html"
     other.write_text("<title>altre</title>")
     context = browser.new_context(service_workers="block")

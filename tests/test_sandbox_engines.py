@@ -288,10 +288,10 @@ raise RuntimeError("PROBE" + json.dumps(out))
 
 
 def test_from_disk_an_edit_makes_no_script_and_reads_no_local_file(any_engine, site, tmp_path):
-    from build_hooks.export import single_file
+    from build_hooks.export import downloads
 
     single = tmp_path / "cap15.html"
-    single.write_bytes((site / "cap15" / ("index" + single_file.SUFFIX)).read_bytes())
+    single.write_bytes((site / "cap15" / downloads.FILE).read_bytes())
     secret = tmp_path / "altre" / "secret.js"
     secret.parent.mkdir()
     secret.write_text("self.twRan = 'local';")

@@ -20,5 +20,6 @@ interface TW {
   protocol?: TWProtocol;
   kernel?: { get(config: TWSiteConfig): TWKernel; restart(config: TWSiteConfig): TWKernel; retireTainted(): void; supported(): boolean; BootError: any };
   parseNumber?: (text: unknown, kind: "int" | "float") => number | null;
+  track?: { param: string; name: string }; // the single-file chapter's shown track (export_tracks.js): kept in shared links
   [module: string]: any;
 }

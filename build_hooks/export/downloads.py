@@ -1,10 +1,12 @@
-"""Each chapter as one file: the link on its page, the file beside it, and `./dev export`.
+"""Each chapter as one file: the link on its pages, the file in its folder, and `./dev export`.
 
 A chapter page (docs/capNN/*.md) gets "Descarrega el capítol" under its title; after the
-build has written the pages, the file is made from the built page by single_file.py and put next
-to it as NAME.descarrega.html (not precached by the service worker: see offline.py). Under
-`mkdocs serve` there is neither. `./dev export PAGE OUT.html` builds the site (or takes
---site DIR) and writes one file, with its progress and a per-part breakdown.
+build has written the pages, single_file.py makes ONE file of all the chapter's pages (both
+tracks: the runtime once, a reader switches track inside it) and puts it in the chapter's
+folder as capitol.descarrega.html (not precached by the service worker: see offline.py); every
+page of the chapter links it. Under `mkdocs serve` there is neither. `./dev export CHAPTER
+OUT.html` (CHAPTER: cap15, or one of its pages) builds the site (or takes --site DIR) and
+writes the file, with its progress and a per-part breakdown.
 """
 
 from __future__ import annotations
@@ -28,31 +30,37 @@ def _cache() -> Path:
     return cache.folder("export")  # the runtime files without bytecode, and their gzip, by sha256
 
 
-def download_name(page_html: str) -> str:
-    """cap15/index.html -> cap15.html; cap15/sense-formules.html -> cap15-sense-formules.html."""
-    folder, name = posixpath.split(page_html)
-    return folder.replace("/", "-") + ("" if name == "index.html" else "-" + name[: -len(".html")]) + ".html"
+FILE = "capitol" + SUFFIX  # cap15/capitol.descarrega.html: the chapter's one file
+
+
+def download_name(folder: str) -> str:
+    """cap15 -> cap15.html: the name a reader's browser saves the chapter's file under."""
+    return folder.strip("/").replace("/", "-") + ".html"
 
 
 def on_post_page(output: str, *, page, config, build) -> str:
     if build.is_serve or not CHAPTER.match(page.file.src_uri):
         return output  # under `mkdocs serve` no file is written, so no link either
-    name = posixpath.basename(page.file.dest_uri)
-    link = (f'<p class="tw-download"><a href="{name[:-5]}{SUFFIX}" download="{download_name(page.file.dest_uri)}">'
-            "Descarrega el capítol</a>: un sol fitxer HTML amb Python inclòs, interactiu sense connexió "
+    link = (f'<p class="tw-download"><a href="{FILE}" download="{download_name(posixpath.dirname(page.file.dest_uri))}">'
+            "Descarrega el capítol</a>: un sol fitxer HTML amb Python inclòs i totes les pàgines del capítol, "
+            "interactiu sense connexió "
             "(provat amb Chromium, el motor de Chrome i Edge; Firefox ESR; i WebKitGTK, el motor de Safari, "
             "no Safari mateix).</p>")
     return re.sub(r"(</h1>)", r"\1" + link.replace("\\", "\\\\"), output, count=1)
+
+
+def chapters(site: Path) -> list[str]:
+    """The folders whose pages offer the chapter's file."""
+    return sorted({page.parent.relative_to(site).as_posix() for page in site.rglob("*.html")
+                   if not page.name.endswith(SUFFIX) and 'class="tw-download"' in page.read_text()})
 
 
 def on_post_build(*, config, build) -> None:
     if build.is_serve:
         return
     site = Path(config["site_dir"])
-    for page in sorted(site.rglob("*.html")):
-        if not page.name.endswith(SUFFIX) and 'class="tw-download"' in page.read_text():
-            rel = page.relative_to(site).as_posix()
-            export(site, rel, page.with_name(page.name[:-5] + SUFFIX), kept_in=_cache())
+    for folder in chapters(site):
+        export(site, folder, site / folder / FILE, kept_in=_cache())
     cache.prune(_cache())  # an entry per edit of the package
 
 
@@ -61,8 +69,8 @@ def _mb(n: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="./dev export", description="One chapter page as one self-contained HTML file.")
-    parser.add_argument("page", help="the page as in docs/, e.g. cap15/index.md")
+    parser = argparse.ArgumentParser(prog="./dev export", description="One chapter (all its pages) as one self-contained HTML file.")
+    parser.add_argument("chapter", help="the chapter's folder as in docs/, e.g. cap15, or one of its pages, e.g. cap15/index.md")
     parser.add_argument("out", type=Path, help="the HTML file to write")
     parser.add_argument("--site", type=Path, help="an already built site (default: build one now, strict)")
     args = parser.parse_args(argv)
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             if done.returncode:
                 return done.returncode
         try:
-            parts = export(site, args.page, args.out, kept_in=_cache(), say=say)
+            parts = export(site, args.chapter, args.out, kept_in=_cache(), say=say)
         except (ExportError, OSError) as exc:
             print(f"export: error: {exc}", file=sys.stderr)
             return 1

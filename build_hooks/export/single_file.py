@@ -1,9 +1,13 @@
-"""One chapter page as one HTML file that is interactive from disk (issue 16).
+"""One chapter, every page of its folder, as one HTML file that is interactive from disk (issues 16, 43).
 
 Browsers refuse workers and fetches from `file://`, but a page may start a worker from a
 Blob URL and compile WebAssembly from bytes it holds. So the exported file carries:
 
-- the page as the site renders it, read from the BUILT site (this module knows the built
+- each page of the chapter (its tracks: the page with formulas, the lay one) once, its body
+  in a <template>, beside the head and closing scripts they share; export_tracks.js puts
+  in the one `?pista=NAME` names (default the chapter's index), and links between the
+  chapter's pages are `?pista=` links to the file itself;
+- the pages as the site renders them, read from the BUILT site (this module knows the built
   HTML and the files it references, not how the build made them): styles and scripts
   inlined, the favicon as a data URI, Material's search and instant navigation switched
   off (one page, no index, no sitemap), links to other pages sent to the published site
@@ -15,9 +19,9 @@ Blob URL and compile WebAssembly from bytes it holds. So the exported file carri
   DecompressionStream and answer the worker's importScripts/fetch from memory.
 
 Compressing the runtime is the slow part (~3 s); the gzip of each file is kept in the cache
-by the sha256 of its bytes, so a rebuild with unchanged inputs costs ~0.3 s per page.
+by the sha256 of its bytes, so a rebuild with unchanged inputs costs ~0.3 s per chapter.
 
-The site's chapter pages link their file, and `./dev export` writes one: downloads.py.
+The site's chapter pages link their chapter's file, and `./dev export` writes one: downloads.py.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import io
 import json
 import posixpath
 import re
+import zipfile
 from dataclasses import dataclass
 from html import escape, unescape
 from pathlib import Path
@@ -36,7 +42,7 @@ from urllib.parse import urlsplit
 from widgets_py.engine.dom import Class
 
 from .. import cache
-from ..runtime import assets, bytecode, trim
+from ..runtime import assets, bytecode, trim, zips
 
 HERE = Path(__file__).resolve().parent
 SUFFIX = ".descarrega.html"  # cap15/index.html -> cap15/index.descarrega.html
@@ -60,6 +66,12 @@ CONFIG = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</sc
 DOWNLOAD = re.compile(r'<p class="tw-download">.*?</p>', re.S)
 EDITOR = re.compile(r'<div id="([\w-]+)"[^>]*\bdata-editor="([^"]+)"')  # codepanel.js's CodeMirror bundle
 INLINE = re.compile(r"<script(?![^>]*\btype=)[^>]*>(.*?)</script>", re.S)
+BODY = re.compile(r"<body\b[^>]*>")
+TAIL = '<script id="__config"'  # Material's config, then its bundle and the site's scripts: every page's own
+TITLE = re.compile(r"<title>(.*?)</title>", re.S)
+HEAD_META = re.compile(r'\s*<(?:meta name="description"|link rel="canonical")[^>]*>')  # a page's own, not the file's
+TRACK_PARAM = "pista"  # FILE?pista=sense-formules shows that page of the chapter
+TRACK_ATTR = "data-tw-pista"
 
 
 @dataclass
@@ -95,6 +107,29 @@ def _script(code: str) -> str:
     return "<script>" + code.replace("</script", "<\\/script").replace("<!--", "<\\!--") + "</script>"
 
 
+# Standard-library modules that cannot do their work in a file's worker, whose CSP allows no
+# connection and which has no process, terminal or screen of its own: network clients and
+# servers, a second process, a debugger on stdin, a browser to open, a GUI. The file leaves them
+# out (0,5 MB of its 14) unless the worker imports one (the site's trimmed stdlib lists what
+# it imports); an edit that imports one is told "No module named …", as for any absent module.
+UNRUNNABLE = frozenset({
+    "http", "xmlrpc", "wsgiref", "socketserver", "ftplib", "smtplib", "smtpd", "imaplib", "poplib", "nntplib", "telnetlib",
+    "asynchat", "asyncore", "cgi", "cgitb", "webbrowser", "multiprocessing", "pdb", "bdb", "venv", "ensurepip",
+    "idlelib", "lib2to3", "turtle", "turtledemo", "tkinter", "curses"})
+
+
+def top_names(zip_data: bytes) -> set[str]:
+    """The top-level module and package names of a zip, sources and bytecode alike."""
+    with zipfile.ZipFile(io.BytesIO(zip_data)) as z:
+        return {re.sub(r"\.pyc?$", "", name.split("/")[0]) for name in z.namelist()}
+
+
+def without_unrunnable(stdlib: bytes, imported: set[str]) -> bytes:
+    """The stdlib zip without the UNRUNNABLE modules the worker does not import."""
+    gone = UNRUNNABLE - imported
+    return zips.rewrite(stdlib, lambda name, body: None if re.sub(r"\.pyc?$", "", name.split("/")[0]) in gone else (name, body))
+
+
 def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict[str, bytes]:
     """Pyodide's core files and every package of the site's lock, each checked against the sha256
     the site's config (core files: pinned bytes, but the stdlib the site trimmed) or lock
@@ -122,12 +157,13 @@ def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict
             del raw[spec["file_name"]]
             spec["file_name"] = archive["file"]
             raw[archive["file"]] = whole
-        else:  # a core file: the whole one under the name Pyodide loads
-            raw[archive["completes"]] = whole
+        else:  # a core file: the whole one under the name Pyodide loads, but what a file cannot run
+            raw[archive["completes"]] = without_unrunnable(whole, top_names(raw[archive["completes"]]))
     files = {}
     for name, data in raw.items():
         if name.endswith((".zip", ".whl")):
             data = cache.kept(kept_in, data, ".nobytecode", bytecode.strip)
+            data = cache.kept(kept_in, data, ".stored", zips.stored)  # gzip'd whole below: tighter
         files[name] = data
     for spec in lock["packages"].values():
         spec["sha256"] = assets.sha256(files[spec["file_name"]])
@@ -135,9 +171,11 @@ def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict
     return files
 
 
-def _links(html: str, page: str, site_url: str | None) -> str:
-    """Links to other pages of the site: to the published site, or marked as not included."""
+def _links(html: str, page: str, site_url: str | None, tracks: dict[str, str] | None = None) -> str:
+    """Links to other pages of the site: to a track of this file (`tracks`: page -> its name,
+    as ?pista=NAME), to the published site, or marked as not included."""
     page_dir = posixpath.dirname(page)
+    tracks = tracks or {}
 
     def rewrite(m: re.Match) -> str:
         attrs, href = m.group(1), unescape(m.group(2))
@@ -149,6 +187,8 @@ def _links(html: str, page: str, site_url: str | None) -> str:
             target = posixpath.join(target, "index.html").lstrip("./")
         if target == page:
             return f'<a{attrs} href="#{escape(frag)}"'
+        if target in tracks:
+            return f'<a{attrs} href="?{TRACK_PARAM}={escape(tracks[target])}' + (f"#{escape(frag)}" if frag else "") + '"'
         if site_url:
             url = site_url.rsplit("/", page.count("/") + 1)[0] + "/" + target + (f"#{frag}" if frag else "")
             return f'<a{attrs} href="{escape(url)}" data-tw-external rel="noopener"'
@@ -174,22 +214,33 @@ def _material_config(m: re.Match) -> str:
     return m.group(1) + json.dumps(config).replace("</", "<\\/") + m.group(3)
 
 
-def export(site: Path, page: str, out: Path, *, kept_in: Path | None = None, say=lambda line: None) -> list[Part]:
-    """Write `page` (e.g. cap15/index.md or .html) of the built `site` as one file `out`."""
-    page = re.sub(r"\.md$", ".html", page)
-    source = site / page
-    if not source.is_file():
-        raise ExportError(f"{source}: no such built page (PAGE is a path under docs/, e.g. cap15/index.md)")
-    html = source.read_text()
+def chapter_pages(site: Path, chapter: str) -> list[str]:
+    """The built pages of `chapter` (its folder, or one of its pages as .md or .html), the
+    folder's index first: the pages one file carries, each a track."""
+    chapter = re.sub(r"\.md$", ".html", chapter.strip("/"))
+    folder = posixpath.dirname(chapter) if chapter.endswith(".html") else chapter
+    if chapter.endswith(".html") and not (site / chapter).is_file():
+        raise ExportError(f"{site / chapter}: no such built page (CHAPTER is a folder or a page under docs/, e.g. cap15 or cap15/index.md)")
+    pages = sorted((p.relative_to(site).as_posix() for p in (site / folder).glob("*.html") if not p.name.endswith(SUFFIX)),
+                   key=lambda rel: (posixpath.basename(rel) != "index.html", rel))
+    if not folder or not pages:
+        raise ExportError(f"{site / folder}: no built chapter pages there (CHAPTER is a folder or a page under docs/, e.g. cap15 or cap15/index.md)")
+    return pages
+
+
+def track_name(page: str) -> str:
+    """cap15/sense-formules.html -> sense-formules: the page's ?pista= value in the file."""
+    return posixpath.basename(page)[: -len(".html")]
+
+
+def _page(site: Path, page: str, tracks: dict[str, str]) -> str:
+    """One built page with its styles, scripts and icon inlined and its links rewritten."""
+    html = (site / page).read_text()
     page_dir = posixpath.dirname(page)
     site_url = published_url(html)
-    say(f"pàgina {page}; enllaços a {site_url or 'cap lloc publicat (marcats com a no inclosos)'}")
-
     html = CSP_META.sub("", html)
     html = DOWNLOAD.sub("", html)
-    html = NAV_LINK.sub("", html) if not site_url else re.sub(r'<link rel="(?:prev|next)" href="[^"]*"\s*/?>\s*', "", html)
-    kernel = re.search(r'<script src="[^"]*kernel\.js[^"]*" data-config="([^"]+)"', html)
-    config = json.loads(unescape(kernel.group(1))) if kernel else None
+    html = NAV_LINK.sub("", html)
 
     def inline_script(m: re.Match) -> str:
         path = _local(site, page_dir, m.group(2))
@@ -204,8 +255,53 @@ def export(site: Path, page: str, out: Path, *, kept_in: Path | None = None, say
                     + base64.b64encode(_local(site, page_dir, m.group(2)).read_bytes()).decode() + m.group(3), html)
     html = CONFIG.sub(_material_config, html)
     html = html.replace('data-md-component="search"', 'data-md-component="search-off"').replace('name="search"', 'name="search-off"')
-    html = html.replace("</head>", f"<style>{HIDE}</style></head>", 1)
-    html = _links(html, page, site_url)
+    return _links(html, page, site_url, tracks)
+
+
+def _split(html: str, page: str) -> tuple[str, str, str]:
+    """(head up to and with <body…>, the page's own body, the scripts every page ends with)."""
+    body = BODY.search(html)
+    tail = html.find(TAIL)
+    end = html.rfind("</body>")
+    if not body or tail < body.end() or end < tail:
+        raise ExportError(f"{page}: no <body> with Material's {TAIL!r} in it: single_file.py no longer reads the theme's pages")
+    return html[:body.end()], html[body.end():tail], html[tail:end]
+
+
+def _same(label: str, first: str, page: str, other: str, index: str) -> None:
+    if other != first:
+        at = next(i for i, (a, b) in enumerate(zip(first + "\0", other + "\1")) if a != b)
+        raise ExportError(f"{page}: its {label} from {index}'s near {other[max(0, at - 60):at + 60]!r}; "
+                          "a chapter's pages must share their head and scripts to share one file")
+
+
+def export(site: Path, chapter: str, out: Path, *, kept_in: Path | None = None, say=lambda line: None) -> list[Part]:
+    """Write every page of `chapter` (a folder, e.g. cap15, or one of its pages) of the built
+    `site` as one file `out`: the runtime once, each page's body once (a <template>), the one
+    that ?pista=NAME names (default the index) shown at load by export_tracks.js."""
+    pages = chapter_pages(site, chapter)
+    tracks = {page: track_name(page) for page in pages}
+    first = (site / pages[0]).read_text()
+    site_url = published_url(first)
+    say(f"pàgines {', '.join(pages)}; enllaços a {site_url or 'cap lloc publicat (marcats com a no inclosos)'}")
+    config = None
+    bodies, head, tail = [], "", ""
+    for page in pages:
+        html = _page(site, page, tracks)
+        own_head, body, own_tail = _split(HEAD_META.sub("", html), page)
+        title = TITLE.search(own_head)
+        if page == pages[0]:
+            head, tail = own_head, own_tail
+            kernel = re.search(r'<script\b[^>]*data-config="([^"]+)"[^>]*>', head)
+            config = json.loads(unescape(kernel.group(1))) if kernel else None
+        _same("head differs", TITLE.sub("", head), page, TITLE.sub("", own_head), pages[0])
+        _same("scripts differ", tail, page, own_tail, pages[0])
+        shown = escape(unescape(title.group(1))) if title else ""
+        bodies.append(f'<template {TRACK_ATTR}="{escape(tracks[page])}" data-title="{shown}">{body}</template>')
+    head = head.replace("</head>", f"<style>{HIDE}</style></head>", 1)
+    switch = (HERE / "export_tracks.js").read_text().replace("__TRACKS__", json.dumps(
+        {"param": TRACK_PARAM, "attr": TRACK_ATTR, "default": tracks[pages[0]]}))
+    html = head + "\n".join(bodies) + _script(switch) + tail
 
     parts: list[Part] = []
     payloads = []
@@ -225,25 +321,29 @@ def export(site: Path, page: str, out: Path, *, kept_in: Path | None = None, say
         at = html.index("<script", html.index("</title>"))
         html = html[:at] + _script(boot) + html[at:]
         files = {name: (data, "") for name, data in runtime_files(site, config, kept_in).items()}
-        editor = EDITOR.search(html)  # the code panel's editor, loaded when a panel opens or an exercise shows
-        if editor and ('data-enabled="false"' not in editor.group(0) or f'class="{Class.EXERCISE}"' in html):
-            files[posixpath.basename(editor.group(2))] = ((site / editor.group(2)).read_bytes(), f"{editor.group(1)}:editor")
-            html = html[:editor.start(2)] + html[editor.end(2):]  # set to a blob: URL by the boot
+        editors = list(EDITOR.finditer(html))  # the code panel's editor, loaded when a panel opens or an exercise shows
+        wanted = any('data-enabled="false"' not in m.group(0) for m in editors) or f'class="{Class.EXERCISE}"' in html
+        if editors and wanted:
+            ids = {m.group(1) for m in editors}
+            if len(ids) > 1:
+                raise ExportError(f"{chapter}: the code panel's element has ids {sorted(ids)}; one file sets one id's editor")
+            files[posixpath.basename(editors[0].group(2))] = ((site / editors[0].group(2)).read_bytes(), f"{ids.pop()}:editor")
+            for m in reversed(editors):
+                html = html[:m.start(2)] + html[m.end(2):]  # set to a blob: URL by the boot
         for i, (name, (data, into)) in enumerate(sorted(files.items(), key=lambda kv: -len(kv[1][0])), 1):
             packed = base64.b64encode(gzipped(data, kept_in)).decode()
             target = f' data-url-into="{into}"' if into else ""
             payloads.append(f'<script type="{PAYLOAD_TYPE}" data-name="{escape(name)}" data-bytes="{len(data)}"{target}>{packed}</script>')
             parts.append(Part(name, len(data), len(packed) + 80))
             say(f"[{i}/{len(files)}] {name}: {len(data) / 1e6:.2f} MB -> {len(packed) / 1e6:.2f} MB (gzip + base64)")
-    head, body_end, tail = html.rpartition("</body>")  # the page's own: a script may hold the text "</body>"
-    html = head + "\n".join(payloads) + "\n" + body_end + tail
+    html = html + "\n".join(payloads) + "\n</body>\n</html>\n"
     hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'" for s in INLINE.findall(html)})
     html = html.replace("<head>", f'<head><meta http-equiv="Content-Security-Policy" content="{POLICY.format(hashes=" ".join(hashes))}">', 1)
     leftover = re.findall(r'<(?:script|img|link|iframe|source)\b[^>]*\b(?:src|href)="(?!data:|#|https?:)([^"]*)"', html)
     if leftover:
-        raise ExportError(f"{page}: still refers to files beside it: {leftover[:5]}")
+        raise ExportError(f"{chapter}: still refers to files beside it: {leftover[:5]}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html)
     total = out.stat().st_size
-    parts.insert(0, Part("pàgina (HTML, estils, scripts, figures)", 0, total - sum(p.stored for p in parts)))
+    parts.insert(0, Part(f"pàgines ({len(pages)}: HTML, estils, scripts, figures)", 0, total - sum(p.stored for p in parts)))
     return parts

@@ -59,3 +59,17 @@ def rewrite(data: bytes, member, extra: dict[str, bytes] | None = None) -> bytes
         for name in sorted(extra or {}):
             z.writestr(entry(name), extra[name])
     return out.getvalue()
+
+
+def stored(data: bytes) -> bytes:
+    """The zip `data` with every member stored, not deflated (names, timestamps, order kept):
+    for a file that gzips the whole archive, where one stream over all members packs tighter
+    than each member deflated alone (the single-file export: 0,4 MB less for its three zips)."""
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for info in src.infolist():
+            body = src.read(info)
+            info.compress_type = zipfile.ZIP_STORED
+            z.writestr(info, body)
+    return out.getvalue()

@@ -95,6 +95,7 @@
     const pairs = Object.entries(params).filter(([k]) => !fixed.has(k)).map(([k, v]) => `${k}:${encodeURIComponent(v)}`);
     const url = new URL(location.href);
     url.search = `?${encodeURIComponent(w.dataset[DATA.INSTANCE])}=${pairs.join(",")}`; // readable: ?roofline=batch:8,…
+    if (tw.track) url.search += `&${encodeURIComponent(tw.track.param)}=${encodeURIComponent(tw.track.name)}`; // a single file's track: the link opens it
     url.hash = w.id;
     return url.href;
   }
