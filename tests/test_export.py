@@ -56,9 +56,10 @@ def test_every_chapter_page_offers_its_chapters_one_file(site):
         assert not re.findall(r'<(?:script|img|link|iframe)\b[^>]*\b(?:src|href)="(?!data:|https?:)', single), rel
         csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', single).group(1)
         assert "connect-src 'none'" in csp and "worker-src blob:" in csp
-        # every page of the folder is in it once, as a track
-        tracks = re.findall(r'<template data-tw-pista="([^"]+)"', single)
+        # every page of the folder is in it once, as a track: the index as it is, the others as templates
+        tracks = re.findall(r'<template data-tw-pista="([^"]+)"', single) + ["index"]
         assert sorted(tracks) == sorted({single_file.track_name(c) for c in chapters if c.startswith(posixpath.dirname(rel) + "/")})
+        assert "<h1" in single.split("<template", 1)[0]  # the index reads before any script runs
     assert 'class="tw-download"' not in (site / "index.html").read_text()  # not a chapter
     assert not [p for p in site.rglob("*" + single_file.SUFFIX) if p.name != downloads.FILE]  # no file per page
 
@@ -102,7 +103,7 @@ def test_pages_that_do_not_share_their_scripts_are_refused(tmp_path):
     (site / "cap1" / "b.html").write_text(page.format(t="B", c="{}"))
     single_file.export(site, "cap1", tmp_path / "out.html")
     out = (tmp_path / "out.html").read_text()
-    assert '<template data-tw-pista="index" data-title="A"><h1>A</h1></template>' in out
+    assert "<body><h1>A</h1>\n<template" in out and 'data-tw-pista="index"' not in out  # the index as it is
     assert '<template data-tw-pista="b" data-title="B"><h1>B</h1></template>' in out
 
 
@@ -184,6 +185,19 @@ def test_the_file_is_interactive_from_disk_with_no_request(browser, site, tmp_pa
     assert errors == []
     # not the network, not the disk, not data: URLs; blob: URLs are the file's own bytes in memory
     assert [u for u in requests if u.split("?")[0] != url and not u.startswith("blob:")] == []
+    context.close()
+
+
+@pytest.mark.browser
+def test_without_javascript_the_file_reads_as_the_index_with_its_figures(browser, site, tmp_path):
+    single = tmp_path / "cap15.html"
+    shutil.copy(site / FILE, single)
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(single.as_uri() + "?pista=sense-formules")  # a track needs the script: the index instead
+    assert page.locator("h1").count() == 1 and page.title().startswith("Camí matemàtic")
+    figures = page.locator(".tw-widget svg")
+    assert figures.count() >= 8 and figures.first.is_visible()  # the prerendered figures
     context.close()
 
 

@@ -277,8 +277,9 @@ def _same(label: str, first: str, page: str, other: str, index: str) -> None:
 
 def export(site: Path, chapter: str, out: Path, *, kept_in: Path | None = None, say=lambda line: None) -> list[Part]:
     """Write every page of `chapter` (a folder, e.g. cap15, or one of its pages) of the built
-    `site` as one file `out`: the runtime once, each page's body once (a <template>), the one
-    that ?pista=NAME names (default the index) shown at load by export_tracks.js."""
+    `site` as one file `out`: the runtime once, each page's body once (the index's as it is,
+    every other page's in a <template>), the one that ?pista=NAME names put in place of the
+    index's at load by export_tracks.js."""
     pages = chapter_pages(site, chapter)
     tracks = {page: track_name(page) for page in pages}
     first = (site / pages[0]).read_text()
@@ -297,7 +298,10 @@ def export(site: Path, chapter: str, out: Path, *, kept_in: Path | None = None, 
         _same("head differs", TITLE.sub("", head), page, TITLE.sub("", own_head), pages[0])
         _same("scripts differ", tail, page, own_tail, pages[0])
         shown = escape(unescape(title.group(1))) if title else ""
-        bodies.append(f'<template {TRACK_ATTR}="{escape(tracks[page])}" data-title="{shown}">{body}</template>')
+        if page == pages[0]:  # the index reads without JavaScript (and if a script is refused)
+            bodies.append(body)
+        else:
+            bodies.append(f'<template {TRACK_ATTR}="{escape(tracks[page])}" data-title="{shown}">{body}</template>')
     head = head.replace("</head>", f"<style>{HIDE}</style></head>", 1)
     switch = (HERE / "export_tracks.js").read_text().replace("__TRACKS__", json.dumps(
         {"param": TRACK_PARAM, "attr": TRACK_ATTR, "default": tracks[pages[0]]}))
