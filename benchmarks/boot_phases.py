@@ -7,7 +7,8 @@ in one run (issue 44: WebKit's time to interactive is ~1.7x Chromium's, inside P
 The site (built here, or `--site`) is served on 127.0.0.1, a new port (a new origin: no HTTP
 cache, no compiled-code cache, no service worker from an earlier visit) per visit; the
 engines take turns, round by round. The server instruments what it serves, and only there
-(the built files are untouched): each HTML page gets PAGE first in <head> (it hears the
+(the built files are untouched; sw.js, which serves only this build's bytes, is given the
+instrumented worker's hash): each HTML page gets PAGE first in <head> (it hears the
 worker's marks and notes when each widget becomes ready), and the worker's script gets
 WORKER in front, which wraps what boot() calls (importScripts, loadPyodide, loadPackage,
 pyimport, WebAssembly's compile/instantiate, postMessage) to note when each starts and ends,
@@ -24,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import http.server
+import re
 import statistics
 import sys
 import tempfile
@@ -122,12 +125,15 @@ PHASES = (
     ("loadPyodide", lambda m: span(m, "loadPyodide")),
     ("  pyodide.asm.js fetch+parse+eval", lambda m: span(m, "importScripts pyodide.asm.js")),
     ("  wasm instantiateStreaming", lambda m: span(m, "wasm instantiateStreaming")),
-    ("  wasm ready -> Python up (stdlib, init)", lambda m: m["loadPyodide"][1] - m["wasm instantiateStreaming"][1]),
+    ("  wasm compileStreaming (started early)", lambda m: span(m, "wasm compileStreaming")),
+    ("  wasm instantiate (compiled early)", lambda m: span(m, "wasm instantiate")),
+    ("  wasm ready -> Python up (stdlib, init)", lambda m: m["loadPyodide"][1] - core_ready(m)),
     ("loadPackage(numpy, widgets)", lambda m: span(m, "loadPackage")),
-    ("  of it: numpy's wasm compiles", lambda m: sum(e - s for n, (s, e) in m.items() if n.startswith("wasm instantiate ")
+    ("  of it: numpy's wasm compiles", lambda m: sum(e - s for n, s, e in m["_all"]
+                                                     if n.startswith(("wasm instantiate ", "wasm new Module "))
                                                      and m["loadPackage"][0] <= s <= m["loadPackage"][1])),
-    ("import of the entry module", lambda m: next(e - s for n, (s, e) in m.items() if n.startswith("pyimport"))),
-    ("entry.prepare -> loaded", lambda m: m["event:loaded"][0] - next(e for n, (s, e) in m.items() if n.startswith("pyimport"))),
+    ("import of the entry module", lambda m: next(e - s for n, s, e in m["_all"] if n.startswith("pyimport"))),
+    ("entry.prepare -> loaded", lambda m: m["event:loaded"][0] - next(e for n, s, e in m["_all"] if n.startswith("pyimport"))),
     ("worker runs -> loaded", lambda m: m["event:loaded"][0] - m["worker"][0]),
 )
 RESOURCES = ("pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json", "numpy-", "widgets_py-")
@@ -136,6 +142,11 @@ READ = ("() => window.twPhases && window.twPhases.worker && Object.keys(window.t
         " ? {origin: performance.timeOrigin, dcl: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,"
         " ...window.twPhases} : null")
 FAILED = "() => [...document.querySelectorAll('.tw-widget')].filter(w => w.dataset.state === 'error').map(w => w.id + ': ' + w.querySelector('.tw-status').textContent)"
+
+
+def core_ready(marks: dict) -> float:
+    """When Pyodide's core module was instantiated: by Pyodide, or from worker.js's early compile."""
+    return (marks.get("wasm instantiateStreaming") or marks["wasm instantiate"])[1]
 
 
 def span(marks: dict, name: str) -> float:
@@ -149,6 +160,7 @@ def phases(got: dict) -> dict[str, float]:
     marks = {}
     for name, start, end in got["worker"]["marks"]:
         marks.setdefault(name, (start - origin, end - origin))  # the first of a name: the boot's
+    marks["_all"] = [(name, start - origin, end - origin) for name, start, end in got["worker"]["marks"]]
     out = {}
     for label, find in PHASES:
         try:
@@ -179,6 +191,11 @@ def handler(site: Path, no_sw: bool = False):
                 file = file / "index.html"
             if path.endswith("/assets/tw/worker.js"):
                 return self.reply(WORKER.encode() + file.read_bytes(), "text/javascript")
+            if path == "/sw.js":  # it serves only this build's bytes: the instrumented worker's are
+                worker = WORKER.encode() + (site / "assets/tw/worker.js").read_bytes()
+                body = re.sub(rb'("assets/tw/worker.js": *")[0-9a-f]+"',
+                              rb'\g<1>' + hashlib.sha256(worker).hexdigest()[:16].encode() + b'"', file.read_bytes())
+                return self.reply(body, "text/javascript")
             if file.suffix == ".html" and file.is_file():
                 html = file.read_bytes().replace(b"<head>", f'<head><script src="{PAGE_PATH}"></script>'.encode(), 1)
                 return self.reply(html, "text/html; charset=utf-8")
