@@ -2,7 +2,7 @@
 in one run (issue 44: WebKit's time to interactive is ~1.7x Chromium's, inside Pyodide's boot).
 
     .venv/bin/python benchmarks/boot_phases.py [--rounds 3] [--page cap15/index.html]
-        [--site DIR] [--against DIR] [--engines chromium,webkit]
+        [--site DIR] [--against DIR] [--engines chromium,webkit] [--no-sw] [--jsc OPTION=VALUE]
 
 The site (built here, or `--site`) is served on 127.0.0.1, a new port (a new origin: no HTTP
 cache, no compiled-code cache, no service worker from an earlier visit) per visit; the
@@ -27,6 +27,7 @@ import argparse
 import functools
 import hashlib
 import http.server
+import os
 import re
 import statistics
 import sys
@@ -221,6 +222,7 @@ def visit(engine, site: Path, page: str, no_sw: bool = False) -> dict[str, float
             raise RuntimeError(f"{engine.name}: widgets failed: {got['failed'][:2]}")
         return phases(got)
     finally:
+        engine.goto("about:blank")  # its warm-up and the offline precache stop: the next visit has the machine
         httpd.shutdown()
         httpd.server_close()
 
@@ -233,6 +235,9 @@ def main() -> None:
     ap.add_argument("--against", help="another built site, measured in the same rounds, in turn")
     ap.add_argument("--engines", default="chromium,firefox,webkit")
     ap.add_argument("--no-sw", action="store_true", help="also each site with its service worker absent (404), in turn")
+    ap.add_argument("--jsc", action="append", default=[], metavar="OPTION=VALUE",
+                    help="also a WebKitGTK session with this JavaScriptCore option (JSC_OPTION in its environment), "
+                         "e.g. useWasmIPInt=false: how JSC's wasm tiers share the boot (repeat for several in one session)")
     args = ap.parse_args()
     if args.site:
         site = Path(args.site)
@@ -261,6 +266,15 @@ def main() -> None:
         else:
             running[name] = engines.launch(name, recorder.address)
 
+    if args.jsc and "webkit" in running:
+        saved = dict(os.environ)
+        os.environ.update({f"JSC_{o.split('=')[0]}": o.split("=", 1)[1] for o in args.jsc})
+        try:
+            tuned = running["webkit " + ",".join(args.jsc)] = engines.launch("webkit", recorder.address)
+            tuned.version = "JSC " + ",".join(args.jsc)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
     runs: dict[tuple[str, str], list[dict]] = {}
     try:
         for round_ in range(args.rounds):
