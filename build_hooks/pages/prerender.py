@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import traceback
 from html import escape
 
@@ -42,6 +43,16 @@ def fixed_values(name: str, raw: dict, cache: dict) -> tuple[dict, dict]:
     return cache[key]
 
 
+def warm_run(build, name: str, params: dict):
+    """reference.run (measured values pinned: reproducible builds), each distinct call once
+    while the code is unchanged (`build.warm`: a dirty serve's, hooks.py)."""
+    runs = build.warm.setdefault("runs", {})
+    key = name + json.dumps(params, sort_keys=True)
+    if key not in runs:
+        runs[key] = reference.run(name, params)
+    return runs[key]
+
+
 def failed_in_widget(exc: BaseException, frames: int = 3) -> str:
     """An exception raised by a widget's own code, short: the type and message, then the last
     few frames from where the build entered widgets_py (file from the repository's root,
@@ -58,9 +69,11 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
     slots: list[tuple[str, int]] = []  # (widget or exercise HTML, source line), by slot number
     instances: dict[str, tuple[str, dict, dict]] = {}  # id -> (widget, params, formatted values)
     placed: dict[str, int] = {}  # exercise -> the line that placed it
+    used: set[str] = set()  # the widgets and exercises the page places or quotes (a dirty serve's dependencies)
 
     def place(d: directives.Directive) -> str:
         name, pairs = split(d.args)
+        used.add(name)
         instance = check_id(pairs.pop("id", name))
         shown = pairs.pop("controls").split(",") if "controls" in pairs else None
         if shown:
@@ -71,7 +84,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
             raise ParamError(f"dos widgets amb id '{instance}'; afegeix id=ALTRE al segon")
         params = registry.validate_params(name, pairs)
         check_grid(registry.get(name).params, pairs, params, shown)
-        result = reference.run(name, params)  # measured values pinned: reproducible builds
+        result = warm_run(build, name, params)
         drawn = markup.problems(result.figure + result.tables)
         if drawn:  # the page's sanitiser would drop it: the build says so first
             raise ParamError(f"el widget '{name}' dibuixa {', '.join(drawn)}, fora de la llista de "
@@ -86,6 +99,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
             raise ParamError(f"md:exercise {name}: un exercici no pren paràmetres ({', '.join(pairs)}); "
                              "permès: '<!-- md:exercise NOM -->'")
         registry.exercise(name)  # an unknown name: the exercises there are
+        used.add(name)
         if name in placed:
             raise ParamError(f"l'exercici '{name}' ja és en aquesta pàgina, a la línia {placed[name]}; "
                              "cada exercici hi va una sola vegada")
@@ -112,8 +126,9 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
                              f"paràmetres hi quedaria fix sense dir-ho; permès: col·locar-lo (<!-- md:widget {instance} -->) "
                              f"perquè sigui viu, o escriure els paràmetres que el fixen ({example})")
         name, base, _ = instances.get(instance, (instance, {}, None))
+        used.add(name)
         registry.get(name).output(key)
-        params, text = fixed_values(name, {**base, **pairs}, build.fixed)
+        params, text = fixed_values(name, {**base, **pairs}, build.warm.setdefault("fixed", build.fixed))
         return live_number(f"{name}.{key}", text[key], params)
 
     # Widgets first, values after, wherever they stand: a value written before its widget
@@ -143,6 +158,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
             out += [markdown[last:d.line_start], done[i]]
             last = d.line_end
     build.slots[page.file.src_uri] = slots
+    build.uses[page.file.src_uri] = used
     return "".join(out + [markdown[last:]])
 
 
@@ -170,5 +186,18 @@ def on_post_page(output: str, *, page, config, build) -> str:
         return output
     root = "../" * page.url.count("/")
     tag = (f'<script src="{root}assets/tw/protocol.js"></script><script src="{root}assets/tw/kernel.js" '
-           f'data-{Data.CONFIG}="{escape(json.dumps(build.site_config()), quote=True)}" id="{Id.CONFIG}"></script>')
+           f'{config_attribute(build)} id="{Id.CONFIG}"></script>')
     return output.replace("</title>", "</title>" + tag, 1)
+
+
+def config_attribute(build) -> str:
+    """The site config as the kernel's <script> carries it (on_post_page)."""
+    return f'data-{Data.CONFIG}="{escape(json.dumps(build.site_config()), quote=True)}"'
+
+
+def reconfigured(output: str, build) -> str:
+    """A page rendered by an earlier build with this build's site config (the wheel's hash, the
+    versions of what scripts load): what a dirty serve writes into the pages that place no
+    edited widget, so that no page boots Python with another build's files."""
+    attribute = config_attribute(build)
+    return re.sub(f'data-{Data.CONFIG}="[^"]*"', lambda m: attribute, output, count=1)
