@@ -34,6 +34,7 @@ class Build:
     preview: Any = None  # preview.State of this build, kept once it ends well
     uses: dict[str, set[str]] = field(default_factory=dict)  # page src_uri -> widgets and exercises it places or quotes (prerender)
     warm: dict[str, Any] = field(default_factory=dict)  # a dirty serve's results kept while the code is unchanged (hooks.py)
+    code_key: Any = None  # widget name -> hash of the code its runs come from (a dirty serve's: preview.on_files)
     rendered: set[str] = field(default_factory=set)  # src_uri of the pages this build renders (preview)
 
     runtime: Future | None = None  # (core files, numpy, wheel) being assembled (assemble.on_config)

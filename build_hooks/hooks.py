@@ -80,7 +80,8 @@ class Textbook:
         if code is None or code != self.code or not self.ended_well:
             self._import_afresh(root)
             self.session = importlib.import_module("widgets_py.engine.session").Session()
-            self.warm = {}
+            # the widgets' runs, keyed by the code they come from (prerender.warm_run), outlive an edit
+            self.warm = {k: self.warm[k] for k in ("runs", "fixed") if k in self.warm} if code else {}
         self.code, self.ended_well = code, False  # a dirty serve whose code is unchanged keeps its modules, session and results
         self.running.enter_context(self.session.active())
         self.build = importlib.import_module("build_hooks.context").Build(is_serve=self.is_serve, dirty=self.dirty,

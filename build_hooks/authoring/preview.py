@@ -30,8 +30,7 @@ Run as `python -m build_hooks.authoring.preview [serve options]`: the one serve 
 
 from __future__ import annotations
 
-import ast
-import hashlib
+import functools
 import logging
 import os
 import sys
@@ -44,13 +43,13 @@ from widgets_py.engine import registry
 
 from ..hosting import offline
 from ..pages import prerender
+from ..pages.dependencies import PACKAGE, changed, closure, code_key, imports, snapshot
 
-INPUTS = ("docs", "includes", "overrides", "widgets_py", "build_hooks", "mkdocs.yml")  # as mkdocs.yml's watch:
 EVERY_PAGE = ("includes/", "overrides/", "build_hooks/", "mkdocs.yml")  # what every page is made from
-PACKAGE = "widgets_py/"
 EVERYTHING = None  # plan(): every page, from an empty site folder
 DIRTY_WARNING = "A 'dirty' build is being performed"  # ProperDocs' (commands/build.py)
 SERVE = ("serve", "-f", "mkdocs.yml", "--livereload", "--dirty")
+log = logging.getLogger("properdocs.plugins.textbook.preview")  # shown as ProperDocs' own lines are
 
 
 @dataclass(frozen=True)
@@ -59,70 +58,6 @@ class State:
     inputs: dict[str, str]  # path from the project's root -> sha256 of its bytes
     uses: dict[str, frozenset[str]]  # page src_uri -> the widgets and exercises it places or quotes
     modules: dict[str, str]  # widget or exercise name -> its module's path from the root
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Path from the root -> sha256, of every file the serve watches (no caches)."""
-    found = {}
-    for name in INPUTS:
-        top = root / name
-        paths = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
-        for path in paths:
-            if "__pycache__" not in path.parts and not path.name.endswith((".pyc", ".pyo")):
-                found[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
-
-
-def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
-    """Paths added, removed or edited."""
-    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-
-
-def module_path(name: str, paths: set[str]) -> str | None:
-    """`widgets_py.engine.svg` -> `widgets_py/engine/svg.py` (or its package's __init__.py)."""
-    base = name.replace(".", "/")
-    for candidate in (base + ".py", base + "/__init__.py"):
-        if candidate in paths:
-            return candidate
-    return None
-
-
-def imports(sources: dict[str, str]) -> dict[str, set[str]]:
-    """Module path -> paths of the package's modules it imports (and their packages), read from
-    the source (`sources`: path -> code), never run: an import inside a function counts too."""
-    paths = set(sources)
-    graph = {}
-    for path, code in sources.items():
-        package = path.split("/")[:-1]  # the package a relative import starts from
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(code, filename=path)):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
-                module = ".".join(p for p in (base, node.module or "") if p)
-                names = [module] + [f"{module}.{a.name}" for a in node.names]
-            else:
-                continue
-            for name in names:
-                parts = name.split(".")
-                for i in range(1, len(parts) + 1):  # a module imports its packages' __init__ too
-                    hit = module_path(".".join(parts[:i]), paths)
-                    if hit:
-                        found.add(hit)
-        graph[path] = found - {path}
-    return graph
-
-
-def closure(path: str, graph: dict[str, set[str]]) -> set[str]:
-    """`path` and every module it imports, directly or not."""
-    seen, todo = set(), [path]
-    while todo:
-        p = todo.pop()
-        if p not in seen:
-            seen.add(p)
-            todo += graph.get(p, ())
-    return seen
 
 
 def plan(previous: State | None, inputs: dict[str, str], graph: dict[str, set[str]]) -> set[str] | None:
@@ -181,15 +116,17 @@ def on_files(files, *, config, build):
     inputs = snapshot(root)
     sources = {p: (root / p).read_text(encoding="utf-8") for p in inputs if p.startswith(PACKAGE) and p.endswith(".py")}
     build.preview = State(inputs, {}, {})  # uses and modules: filled as pages render (on_post_build)
-    pages = plan(build.previous, inputs, imports(sources))
+    graph = imports(sources)
+    build.code_key = functools.cache(lambda name: code_key(relative(registry.module_file(name), root), inputs, graph))
+    pages = plan(build.previous, inputs, graph)
     site = Path(config.site_dir)
     if pages is EVERYTHING:
         if build.previous is not None:
-            logging.getLogger(__name__).info("preview: every page is rendered again")
+            log.info("preview: every page is rendered again")
         utils.clean_directory(str(site))
         build.previous = None
         return files
-    logging.getLogger(__name__).info(f"preview: rendering again {', '.join(sorted(pages)) or 'no page'}")
+    log.info(f"preview: rendering again {', '.join(sorted(pages)) or 'no page'}")
     for page in files.documentation_pages():
         if page.src_uri in pages and os.path.isfile(page.abs_dest_path):
             os.utime(page.abs_dest_path, (0, 0))  # older than its source: ProperDocs renders it again

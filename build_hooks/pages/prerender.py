@@ -33,21 +33,28 @@ from .widget_html import is_live, live_number, widget
 SLOT = '<div class="tw-slot" data-slot="{}"></div>'
 
 
-def fixed_values(name: str, raw: dict, cache: dict) -> tuple[dict, dict]:
+def fixed_values(name: str, raw: dict, cache: dict, code: str = "") -> tuple[dict, dict]:
     """(params, Catalan text of the values) at fixed parameters: numbers only, no figure,
-    each distinct call computed once per build (`cache` is the build's `fixed`)."""
+    each distinct call computed once per build (`cache` is the build's `fixed`), or, in a
+    dirty serve, once per `code` (its code_key: see warm_run)."""
     params = registry.validate_params(name, raw)
-    key = name + json.dumps(params, sort_keys=True)
+    key = code + name + json.dumps(params, sort_keys=True)
     if key not in cache:
         cache[key] = params, registry.formatted(name, reference.compute(name, params)[1])
     return cache[key]
 
 
+def code_of(build, name: str) -> str:
+    """In a dirty serve, a hash of the code `name` runs (dependencies.code_key); '' in a build."""
+    return build.code_key(name) if build.code_key else ""
+
+
 def warm_run(build, name: str, params: dict):
-    """reference.run (measured values pinned: reproducible builds), each distinct call once
-    while the code is unchanged (`build.warm`: a dirty serve's, hooks.py)."""
+    """reference.run (measured values pinned: reproducible builds), each distinct call once per
+    build, or, in a dirty serve, once per version of the code it runs (`build.warm`, hooks.py):
+    an edit of one widget computes that widget's runs again, no other."""
     runs = build.warm.setdefault("runs", {})
-    key = name + json.dumps(params, sort_keys=True)
+    key = code_of(build, name) + name + json.dumps(params, sort_keys=True)
     if key not in runs:
         runs[key] = reference.run(name, params)
     return runs[key]
@@ -128,7 +135,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
         name, base, _ = instances.get(instance, (instance, {}, None))
         used.add(name)
         registry.get(name).output(key)
-        params, text = fixed_values(name, {**base, **pairs}, build.warm.setdefault("fixed", build.fixed))
+        params, text = fixed_values(name, {**base, **pairs}, build.warm.setdefault("fixed", build.fixed), code_of(build, name))
         return live_number(f"{name}.{key}", text[key], params)
 
     # Widgets first, values after, wherever they stand: a value written before its widget
