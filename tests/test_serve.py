@@ -74,12 +74,13 @@ def test_a_widget_edit_shows_on_every_page_that_places_it_and_no_page_keeps_the_
     whose widgets import nothing of clock.py, keep their HTML with the new wheel's site config."""
     site = serve.site()
     before = pages(site)
-    old = 'title="El rellotge i el comptador"'
-    edit(serve.project / "widgets_py" / "cap15" / "clock.py", old, 'title="El rellotge i el comptador 4242"')
+    old = "f\"mesurat amb {v['runtime']}\""  # a note its figure draws (what the widget computes, not its frame)
+    edit(serve.project / "widgets_py" / "cap15" / "clock.py", old, "f\"mesurat 4242 amb {v['runtime']}\"")
     placing = ["cap15/index.html", "cap16/index.html"]
-    serve.until(lambda: serve.shows(placing, "El rellotge i el comptador 4242"), EDIT, "the widget edit on both chapters")
+    serve.until(lambda: serve.shows(placing, "mesurat 4242 amb"), EDIT, "the widget edit on both chapters")
     now = served(serve, site)
-    assert not any("El rellotge i el comptador 4242" in now[p] for p in ("cap15/sense-formules.html", "cap16/sense-formules.html"))
+    assert not any('"start">mesurat amb' in now[p] for p in placing), "a figure of the old code is left"
+    assert not any("mesurat 4242 amb" in now[p] for p in ("cap15/sense-formules.html", "cap16/sense-formules.html"))
     configs = {page: m.group(1) for page, html in now.items() if (m := CONFIG.search(html))}
     assert set(CHAPTER_PAGES) <= set(configs)
     assert len(set(configs.values())) == 1, f"pages boot Python with different builds' files: {sorted(configs)}"
