@@ -4,7 +4,8 @@ with it, on both chapters, and a page edit renders that page alone.
 
 The serve runs on a copy of the project (benchmarks/book.py: cap15 and its copy cap16, the
 same widgets placed on both) on a free port; tests/preview.py drives it over HTTP. Waits poll
-with generous timeouts (a loaded machine); no assertion rests on a fixed sleep.
+with generous timeouts (a loaded machine); no assertion rests on a fixed sleep. Before them, the
+plan itself (which pages an edit renders again) on a small package, without a serve.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from build_hooks.authoring.preview import EVERYTHING, State, plan
+from build_hooks.pages.dependencies import closure, imports
 from conftest import ROOT, free_port
 from widgets_py.engine.dom import Data
 from preview import COMMANDS, Serve, edit
-
-pytestmark = pytest.mark.build
 
 FIRST, EDIT = 900, 300  # seconds: the first build, one rebuild (a loaded 2-core machine)
 CHAPTER_PAGES = [f"{c}/{p}.html" for c in ("cap15", "cap16") for p in ("index", "sense-formules")]
@@ -47,6 +48,53 @@ def served(serve: Serve, site: Path) -> dict[str, str]:
     return {page: serve.get(page) or "" for page in pages(site)}
 
 
+SOURCES = {  # a package as imports() reads it: path -> code
+    "widgets_py/__init__.py": "",
+    "widgets_py/engine/__init__.py": "",
+    "widgets_py/engine/svg.py": "import math\n",
+    "widgets_py/engine/fmt.py": "from . import svg\n",
+    "widgets_py/cap15/__init__.py": "",
+    "widgets_py/cap15/plot.py": "from ..engine import fmt\n",
+    "widgets_py/cap15/table.py": "import numpy\nfrom widgets_py.engine.svg import Plot\n",
+    "widgets_py/cap15/words.py": "def f():\n    import json\n",
+}
+
+
+def test_a_module_reaches_what_it_imports_relatively_or_absolutely_and_through_them():
+    graph = imports(SOURCES)
+    assert closure("widgets_py/cap15/plot.py", graph) == {
+        "widgets_py/cap15/plot.py", "widgets_py/engine/fmt.py", "widgets_py/engine/svg.py",
+        "widgets_py/engine/__init__.py", "widgets_py/__init__.py"}
+    assert "widgets_py/engine/fmt.py" not in closure("widgets_py/cap15/table.py", graph)
+    assert "widgets_py/engine/svg.py" in closure("widgets_py/cap15/table.py", graph)
+    assert closure("widgets_py/cap15/words.py", graph) == {"widgets_py/cap15/words.py"}
+
+
+def test_plan_renders_what_an_edit_changed():
+    inputs = {**{p: "0" for p in SOURCES}, "docs/a.md": "0", "docs/b.md": "0", "docs/c.md": "0",
+              "docs/assets/tw/host.js": "0", "includes/glossari.md": "0", "widgets_py/maths/weights.npz": "0"}
+    previous = State(inputs, {"a.md": frozenset({"plot"}), "b.md": frozenset({"table", "words"}), "c.md": frozenset()},
+                     {"plot": "widgets_py/cap15/plot.py", "table": "widgets_py/cap15/table.py",
+                      "words": "widgets_py/cap15/words.py"})
+    graph = imports(SOURCES)
+
+    def after(*paths: str) -> set[str] | None:
+        """The plan once `paths` changed (or were added)."""
+        return plan(previous, {**inputs, **{p: "1" for p in paths}}, graph)
+
+    assert plan(None, inputs, graph) is EVERYTHING
+    assert after() == set()
+    assert after("docs/c.md") == {"c.md"}
+    assert after("widgets_py/engine/fmt.py") == {"a.md"}
+    assert after("widgets_py/engine/svg.py") == {"a.md", "b.md"}
+    assert after("widgets_py/cap15/words.py") == {"b.md"}
+    assert after("docs/assets/tw/host.js") == set()  # its ?v= hashes are rewritten in place
+    assert after("includes/glossari.md") is EVERYTHING
+    assert after("widgets_py/maths/weights.npz") is EVERYTHING
+    assert after("docs/d.md") is EVERYTHING  # a page added: the navigation changed
+    assert after("widgets_py/cap15/new.py") is EVERYTHING
+
+
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
@@ -56,6 +104,7 @@ def serve(tmp_path_factory):
         yield running
 
 
+@pytest.mark.build
 def test_a_page_edit_renders_that_page_alone(serve):
     site = serve.site()
     before = pages(site)
@@ -69,6 +118,7 @@ def test_a_page_edit_renders_that_page_alone(serve):
     assert "Una frase nova 4242" not in (serve.get("cap15/sense-formules.html") or "")
 
 
+@pytest.mark.build
 def test_a_widget_edit_shows_on_every_page_that_places_it_and_no_page_keeps_the_old_wheel(serve):
     """`clock` is placed on each chapter's first page: those render again; the second pages,
     whose widgets import nothing of clock.py, keep their HTML with the new wheel's site config."""
@@ -90,6 +140,7 @@ def test_a_widget_edit_shows_on_every_page_that_places_it_and_no_page_keeps_the_
     assert pages(site)["index.html"] == before["index.html"], "a page without widgets was written again"
 
 
+@pytest.mark.build
 def test_a_script_edit_restamps_every_page(serve):
     script = serve.project / "docs" / "assets" / "tw" / "host.js"
     script.write_text(script.read_text() + "\n// 4242\n")
@@ -102,6 +153,7 @@ def test_a_script_edit_restamps_every_page(serve):
     assert not stale, f"pages that load the old host.js: {sorted(stale)}"
 
 
+@pytest.mark.build
 def test_a_glossary_edit_shows_on_every_page(serve):
     glossary = serve.project / "includes" / "glossari.md"
     site = serve.site()

@@ -167,7 +167,7 @@ def on_post_build(*, config, build) -> None:
     edits = set() if build.previous is None else changed(build.previous.inputs, build.preview.inputs)
     if any(p.startswith(PACKAGE) or (p.startswith("docs/") and not p.endswith(".md")) for p in edits):
         docs_dir = Path(config.docs_dir)
-        for page in build_pages(config, build.rendered):
+        for page in not_rendered(config, build.rendered):
             html = page.read_text(encoding="utf-8")
             new = refreshed(html, build, docs_dir)
             if new != html:
@@ -175,7 +175,7 @@ def on_post_build(*, config, build) -> None:
     build.preview = State(build.preview.inputs, uses, modules)
 
 
-def build_pages(config, rendered: set[str]) -> list[Path]:
+def not_rendered(config, rendered: set[str]) -> list[Path]:
     """The site's HTML pages that this build did not render (by their source's name)."""
     site = Path(config.site_dir)
     fresh = {Path(config.site_dir, src.removesuffix(".md") + ".html").resolve() for src in rendered}
