@@ -19,12 +19,13 @@ import os
 import sys
 
 CONCERNS = ("build_hooks.runtime.assemble", "build_hooks.pages.exercises", "build_hooks.pages.quiz",
-            "build_hooks.pages.prerender", "build_hooks.authoring.preview", "build_hooks.pages.codepanel", "build_hooks.pages.glossary",
-            "build_hooks.pages.mathml", "build_hooks.pages.narrow", "build_hooks.hosting.csp",
+            "build_hooks.pages.prerender", "build_hooks.authoring.preview", "build_hooks.pages.codepanel",
+            "build_hooks.pages.glossary", "build_hooks.pages.mathml", "build_hooks.pages.narrow", "build_hooks.hosting.csp",
             "build_hooks.export.downloads", "build_hooks.hosting.headers", "build_hooks.hosting.offline",
             "build_hooks.hosting.compress")
 # exercises first among the pages (its proof stops a build before any page is rendered);
-# quiz before prerender (it expands its own md: directives), codepanel after it (it reads its widgets); narrow after mathml
+# quiz before prerender (it expands its own md: directives), codepanel after it (it reads its widgets);
+# preview after prerender (it reads what each page uses; only under ./dev serve); narrow after mathml
 # (it wraps long formulas); csp after every <script> is in;
 # downloads reads the written pages; headers reads every page's CSP, the downloads' too; offline after them
 # (sw.js lists every file); compress last (it compresses sw.js too)
