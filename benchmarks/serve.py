@@ -7,13 +7,15 @@ ProperDocs' serve as before, the reference), in the same run on its own copy of 
 first build, then `--edits` one-line edits of one page (the last chapter's second page) and one
 edit of a widget's module (the title of `cost`, placed on both pages of every chapter). Each edit
 is timed from saving the file to (signal) the server's answer to /livereload/, as a page's
-live-reload script asks it, and (shown) every page it changes served with the edit. Prints the
-median and the range of the page edits, and the widget edit.
+live-reload script asks it, and (shown) every page it changes served with the edit, and by the
+CPU time the serve used for it (the machine's load changes the wall time, this much less). Prints
+the median and the range of the page edits, and the widget edit; `uptime` says the load.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -32,15 +34,17 @@ WIDGET = ("widgets_py/cap15/cost.py", 'title="El que costa servir un model"')  #
 TIMEOUT = 900  # seconds: a plain rebuild of a big book on a loaded machine
 
 
-def timed(serve: Serve, pages: list[str], change, token: str) -> tuple[float, float]:
-    """(signal, shown) seconds after change() saves a file that puts `token` on `pages`."""
+def timed(serve: Serve, pages: list[str], change, token: str) -> tuple[float, float, float]:
+    """(signal, shown, cpu) seconds after change() saves a file that puts `token` on `pages`;
+    cpu: the serve's CPU time for it (wall time grows with the machine's load, this much less)."""
     waiter = serve.reload_signal(pages[0])
+    cpu = serve.cpu()
     start = time.perf_counter()
     change()
     shown = serve.until(lambda: serve.shows(pages, token), TIMEOUT, f"{token} on {pages}")
     waiter.join(TIMEOUT)
     signal = (waiter.at - start) if waiter.at else float("nan")
-    return signal, shown
+    return signal, shown, serve.cpu() - cpu
 
 
 def measure(n: int, command: str, edits: int, tmp: Path) -> dict:
@@ -67,15 +71,16 @@ def main() -> None:
     parser.add_argument("--commands", nargs="+", default=["preview", "plain"], choices=sorted(COMMANDS))
     args = parser.parse_args()
     print(f"serve, a book of {args.n} chapter(s): seconds from saving an edit to the live-reload signal / "
-          f"to every changed page served with it")
+          f"to every changed page served with it / the serve's CPU seconds for it "
+          f"(load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for command in args.commands:
         with tempfile.TemporaryDirectory(prefix=f"serve-{command}-") as tmp:
             got = measure(args.n, command, args.edits, Path(tmp))
-        signals, shown = [s for s, _ in got["page"]], [t for _, t in got["page"]]
+        signals, shown, cpu = zip(*got["page"])
         print(f"  {command:8} first build {got['first']:6.1f} | page edit (median of {len(shown)}): "
               f"signal {statistics.median(signals):5.2f}, shown {statistics.median(shown):5.2f} "
-              f"(range {min(shown):.2f}-{max(shown):.2f}) | widget edit: signal {got['widget'][0]:5.2f}, "
-              f"shown {got['widget'][1]:5.2f}", flush=True)
+              f"(range {min(shown):.2f}-{max(shown):.2f}), cpu {statistics.median(cpu):5.2f} | widget edit: "
+              f"signal {got['widget'][0]:5.2f}, shown {got['widget'][1]:5.2f}, cpu {got['widget'][2]:5.2f}", flush=True)
 
 
 if __name__ == "__main__":

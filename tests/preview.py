@@ -53,6 +53,12 @@ class Serve:
     def __exit__(self, *exc):
         self.stop()
 
+    def cpu(self) -> float:
+        """CPU seconds the serve (its threads and the children it waited for) has used: a
+        rebuild's cost on a machine whose load changes the wall time (/proc/PID/stat)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
     def logged(self) -> str:
         return self.log_path.read_text(errors="replace")
 
