@@ -96,7 +96,7 @@ def main() -> None:
             tree = tree_at(args.before, Path(tmp) / "tree") if command == "plain" else ROOT
             got = measure(args.n, command, args.edits, Path(tmp), tree)
         signals, shown, cpu = zip(*got["page"])
-        name = f"{command}@{args.before}" if command == "plain" else command
+        name = f"{command}@{args.before[:8]}" if command == "plain" else command
         print(f"  {name:11} first build {got['first']:6.1f} | page edit (median of {len(shown)}): "
               f"signal {statistics.median(signals):5.2f}, shown {statistics.median(shown):5.2f} "
               f"(range {min(shown):.2f}-{max(shown):.2f}), cpu {statistics.median(cpu):5.2f} | widget edit: "
