@@ -29,6 +29,13 @@ class Build:
     quizzes: dict[str, str] = field(default_factory=dict)  # quiz key -> the page that has it (keys are unique)
     editor: str | None = None  # the code panel's editor bundle in the site (codepanel.on_files), if built
     versions: dict[str, str] = field(default_factory=dict)  # site path -> hash, of files scripts load by URL (offline.on_files)
+    dirty: bool = False  # `serve --dirty` (./dev serve): only what an edit changed is rebuilt (authoring/preview.py)
+    previous: Any = None  # preview.State of the last build that ended well, in this serve (kept by hooks.py)
+    preview: Any = None  # preview.State of this build, kept once it ends well
+    uses: dict[str, set[str]] = field(default_factory=dict)  # page src_uri -> widgets and exercises it places or quotes (prerender)
+    warm: dict[str, Any] = field(default_factory=dict)  # a dirty serve's results kept while the code is unchanged (hooks.py)
+    code_key: Any = None  # widget name -> hash of the code its runs come from (a dirty serve's: preview.on_files)
+    rendered: set[str] = field(default_factory=set)  # src_uri of the pages this build renders (preview)
 
     runtime: Future | None = None  # (core files, numpy, wheel) being assembled (assemble.on_config)
     editor_bundle: Future | None = None  # the editor bundle's path being made (codepanel.on_config)

@@ -59,6 +59,16 @@ def versioned(output: str, docs_dir: Path) -> str:
     return OWN_ASSET.sub(stamp, output)
 
 
+STAMPED = re.compile(r'((?:src|href)="[^"?#]*?assets/tw/[\w.-]+\.(?:js|css))\?v=[0-9a-f]+"')
+
+
+def restamped(output: str, docs_dir: Path) -> str:
+    """A page rendered by an earlier build with the hashes of our scripts and styles as they are
+    now: what a dirty serve writes into the pages it does not render again after such a file
+    changed (the same bytes as `versioned` on a fresh render)."""
+    return versioned(STAMPED.sub(r'\1"', output), docs_dir)
+
+
 def on_files(files, *, config, build) -> None:
     """The hash of each file in LOADED, as the site serves it, for the site config (a site
     without our scripts, such as a test's bare page, has nothing to version)."""

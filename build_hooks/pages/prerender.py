@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import traceback
 from html import escape
 
@@ -32,14 +33,31 @@ from .widget_html import is_live, live_number, widget
 SLOT = '<div class="tw-slot" data-slot="{}"></div>'
 
 
-def fixed_values(name: str, raw: dict, cache: dict) -> tuple[dict, dict]:
+def fixed_values(name: str, raw: dict, cache: dict, code: str = "") -> tuple[dict, dict]:
     """(params, Catalan text of the values) at fixed parameters: numbers only, no figure,
-    each distinct call computed once per build (`cache` is the build's `fixed`)."""
+    each distinct call computed once per build (`cache` is the build's `fixed`), or, in a
+    dirty serve, once per `code` (its code_key: see warm_run)."""
     params = registry.validate_params(name, raw)
-    key = name + json.dumps(params, sort_keys=True)
+    key = code + name + json.dumps(params, sort_keys=True)
     if key not in cache:
         cache[key] = params, registry.formatted(name, reference.compute(name, params)[1])
     return cache[key]
+
+
+def code_of(build, name: str) -> str:
+    """In a dirty serve, a hash of the code `name` runs (dependencies.code_key); '' in a build."""
+    return build.code_key(name) if build.code_key else ""
+
+
+def warm_run(build, name: str, params: dict):
+    """reference.run (measured values pinned: reproducible builds), each distinct call once per
+    build, or, in a dirty serve, once per version of the code it runs (`build.warm`, hooks.py):
+    an edit of one widget computes that widget's runs again, no other."""
+    runs = build.warm.setdefault("runs", {})
+    key = code_of(build, name) + name + json.dumps(params, sort_keys=True)
+    if key not in runs:
+        runs[key] = reference.run(name, params)
+    return runs[key]
 
 
 def failed_in_widget(exc: BaseException, frames: int = 3) -> str:
@@ -58,9 +76,11 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
     slots: list[tuple[str, int]] = []  # (widget or exercise HTML, source line), by slot number
     instances: dict[str, tuple[str, dict, dict]] = {}  # id -> (widget, params, formatted values)
     placed: dict[str, int] = {}  # exercise -> the line that placed it
+    used: set[str] = set()  # the widgets and exercises the page places or quotes (a dirty serve's dependencies)
 
     def place(d: directives.Directive) -> str:
         name, pairs = split(d.args)
+        used.add(name)
         instance = check_id(pairs.pop("id", name))
         shown = pairs.pop("controls").split(",") if "controls" in pairs else None
         if shown:
@@ -71,7 +91,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
             raise ParamError(f"dos widgets amb id '{instance}'; afegeix id=ALTRE al segon")
         params = registry.validate_params(name, pairs)
         check_grid(registry.get(name).params, pairs, params, shown)
-        result = reference.run(name, params)  # measured values pinned: reproducible builds
+        result = warm_run(build, name, params)
         drawn = markup.problems(result.figure + result.tables)
         if drawn:  # the page's sanitiser would drop it: the build says so first
             raise ParamError(f"el widget '{name}' dibuixa {', '.join(drawn)}, fora de la llista de "
@@ -86,6 +106,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
             raise ParamError(f"md:exercise {name}: un exercici no pren paràmetres ({', '.join(pairs)}); "
                              "permès: '<!-- md:exercise NOM -->'")
         registry.exercise(name)  # an unknown name: the exercises there are
+        used.add(name)
         if name in placed:
             raise ParamError(f"l'exercici '{name}' ja és en aquesta pàgina, a la línia {placed[name]}; "
                              "cada exercici hi va una sola vegada")
@@ -115,8 +136,9 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
                              f"paràmetres hi quedaria fix sense dir-ho; permès: col·locar-lo (<!-- md:widget {instance} -->) "
                              f"perquè sigui viu, o escriure els paràmetres que el fixen ({example})")
         name, base, _ = instances.get(instance, (instance, {}, None))
+        used.add(name)
         registry.get(name).output(key)
-        params, text = fixed_values(name, {**base, **pairs}, build.fixed)
+        params, text = fixed_values(name, {**base, **pairs}, build.warm.setdefault("fixed", build.fixed), code_of(build, name))
         return live_number(f"{name}.{key}", text[key], params)
 
     # Widgets first, values after, wherever they stand: a value written before its widget
@@ -146,6 +168,7 @@ def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
             out += [markdown[last:d.line_start], done[i]]
             last = d.line_end
     build.slots[page.file.src_uri] = slots
+    build.uses[page.file.src_uri] = used
     return "".join(out + [markdown[last:]])
 
 
@@ -173,5 +196,18 @@ def on_post_page(output: str, *, page, config, build) -> str:
         return output
     root = "../" * page.url.count("/")
     tag = (f'<script src="{root}assets/tw/protocol.js"></script><script src="{root}assets/tw/kernel.js" '
-           f'data-{Data.CONFIG}="{escape(json.dumps(build.site_config()), quote=True)}" id="{Id.CONFIG}"></script>')
+           f'{config_attribute(build)} id="{Id.CONFIG}"></script>')
     return output.replace("</title>", "</title>" + tag, 1)
+
+
+def config_attribute(build) -> str:
+    """The site config as the kernel's <script> carries it (on_post_page)."""
+    return f'data-{Data.CONFIG}="{escape(json.dumps(build.site_config()), quote=True)}"'
+
+
+def reconfigured(output: str, build) -> str:
+    """A page rendered by an earlier build with this build's site config (the wheel's hash, the
+    versions of what scripts load): what a dirty serve writes into the pages that place no
+    edited widget, so that no page boots Python with another build's files."""
+    attribute = config_attribute(build)
+    return re.sub(f'data-{Data.CONFIG}="[^"]*"', lambda m: attribute, output, count=1)

@@ -28,7 +28,9 @@ def with_bytecode(core: dict[str, bytes], numpy: bundle.Wheel,
 
 
 def on_config(config, *, build):
-    build.runtime = build.later(assemble, build.is_serve)  # node works while the build goes on
+    if "runtime" not in build.warm:  # a dirty serve whose code is unchanged has it (hooks.py)
+        build.warm["runtime"] = build.later(assemble, build.is_serve)  # node works while the build goes on
+    build.runtime = build.warm["runtime"]
     return config
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # types only: the browser does not import the schema (tests h
     from .protocol import WidgetReply
 
 __all__ = ["Partial", "Result", "Widget", "compute", "exercise", "exercise_names", "formatted", "get",
-           "is_measured", "names", "replies", "run", "validate_params"]
+           "is_measured", "module_file", "names", "replies", "run", "validate_params"]
 
 
 ROOT = __name__.split(".")[0]  # widgets_py
@@ -91,8 +91,12 @@ def _declared(attribute: str, what: str) -> dict[str, tuple[Any, types.ModuleTyp
 
 
 @cache
+def _widgets() -> dict[str, tuple[Widget, types.ModuleType]]:
+    return _declared("WIDGET", "el widget")
+
+
 def _all() -> dict[str, Widget]:
-    return {name: widget for name, (widget, _) in _declared("WIDGET", "el widget").items()}
+    return {name: widget for name, (widget, _) in _widgets().items()}
 
 
 @cache
@@ -102,7 +106,7 @@ def _exercises() -> dict[str, tuple[Exercise, types.ModuleType]]:
 
 def refresh() -> None:
     """Find the widgets and exercises again (a module added since they were found: ./dev new widget)."""
-    _all.cache_clear()
+    _widgets.cache_clear()
     _exercises.cache_clear()
 
 
@@ -126,6 +130,15 @@ def declared_at(name: str) -> tuple[str, int]:
     line = next((node.lineno for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
                  and "EXERCISE" in ast.unparse(node.targets[0] if isinstance(node, ast.Assign) else node.target)), 1)
     return shown(module.__file__), line
+
+
+def module_file(name: str) -> str:
+    """The file of the chapter module that declares widget or exercise `name` (a preview
+    rebuilds the pages that place it when that module, or one it imports, changes)."""
+    found = {**_widgets(), **_exercises()}
+    if name not in found:
+        raise ParamError(f"widget o exercici desconegut '{name}'; disponibles: {', '.join(sorted(found))}")
+    return found[name][1].__file__
 
 
 def get(name: str) -> Widget:

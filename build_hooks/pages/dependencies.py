@@ -1,0 +1,90 @@
+"""What a page is made from, read from the files: their hashes, and which widgets_py modules a
+module imports. authoring/preview.py decides with it what a dirty serve renders again, and
+prerender.py keys a widget's runs by the code they come from (`code_key`), so that a serve
+computes a run again only when that code changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+
+from .. import cache
+
+INPUTS = ("docs", "includes", "overrides", "widgets_py", "build_hooks", "mkdocs.yml")  # as mkdocs.yml's watch:
+PACKAGE = "widgets_py/"
+HOOKS = "build_hooks/"
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Path from the root -> sha256, of every file the serve watches (no caches)."""
+    found = {}
+    for name in INPUTS:
+        top = root / name
+        paths = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
+        for path in paths:
+            if "__pycache__" not in path.parts and not path.name.endswith((".pyc", ".pyo")):
+                found[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    """Paths added, removed or edited."""
+    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+
+
+def module_path(name: str, paths: set[str]) -> str | None:
+    """`widgets_py.engine.svg` -> `widgets_py/engine/svg.py` (or its package's __init__.py)."""
+    base = name.replace(".", "/")
+    for candidate in (base + ".py", base + "/__init__.py"):
+        if candidate in paths:
+            return candidate
+    return None
+
+
+def imports(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module path -> paths of the package's modules it imports (and their packages), read from
+    the source (`sources`: path -> code), never run: an import inside a function counts too."""
+    paths = set(sources)
+    graph = {}
+    for path, code in sources.items():
+        package = path.split("/")[:-1]  # the package a relative import starts from
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(code, filename=path)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
+                module = ".".join(p for p in (base, node.module or "") if p)
+                names = [module] + [f"{module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                for i in range(1, len(parts) + 1):  # a module imports its packages' __init__ too
+                    hit = module_path(".".join(parts[:i]), paths)
+                    if hit:
+                        found.add(hit)
+        graph[path] = found - {path}
+    return graph
+
+
+def closure(path: str, graph: dict[str, set[str]]) -> set[str]:
+    """`path` and every module it imports, directly or not."""
+    seen, todo = set(), [path]
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo += graph.get(p, ())
+    return seen
+
+
+def code_key(module: str | None, inputs: dict[str, str], graph: dict[str, set[str]]) -> str:
+    """A hash of everything a widget's run is computed from: its module (from the root; None: a
+    module outside the project, then every module) and what it imports, the package's data files
+    (weights, corpus, the kernel) and the build hooks (the pinned measurements)."""
+    code = closure(module, graph) if module else {p for p in inputs if p.startswith(PACKAGE)}
+    paths = code | {p for p in inputs if p.startswith(HOOKS) or (p.startswith(PACKAGE) and not p.endswith(".py"))}
+    return cache.key(*(f"{p}\0{inputs.get(p, '')}\n".encode() for p in sorted(paths)))
