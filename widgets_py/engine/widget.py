@@ -99,6 +99,8 @@ class Widget:
     tables: Callable[[dict, Any], str] | None = None  # (params, state) -> html
     summary: str = ""  # one Catalan sentence: what the widget computes
     trainable: Trainable | None = None  # the reader can retrain its model (a button and a live curve)
+    models: bool = False  # reads the model data (trained weights, corpus, the WebAssembly kernel), which the
+    # browser fetches apart from the code, after the calculators are interactive (build_hooks/runtime/bundle.py)
 
     @property
     def timed(self) -> frozenset[str]:
