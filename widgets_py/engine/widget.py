@@ -102,6 +102,11 @@ class Widget:
     models: bool = False  # reads the model data (trained weights, corpus, the WebAssembly kernel), which the
     # browser fetches apart from the code, after the calculators are interactive (build_hooks/runtime/bundle.py)
 
+    def __post_init__(self) -> None:
+        if self.trainable is not None and not self.models:
+            raise ValueError(f"el widget '{self.name}' és entrenable (trainable): llegeix el model "
+                             f"'{self.trainable.model}', i cal declarar-ho amb models=True")
+
     @property
     def timed(self) -> frozenset[str]:
         """The outputs that time the machine running it (`Output.timed`)."""
