@@ -192,7 +192,7 @@
       part(w, CLASS.PROGRESS).removeAttribute("value"); // indeterminate: the worker reports no fraction
     });
     const stop = here.kernel.on((event) => {
-      if (event.type !== "models") return;
+      if (event.type !== "model-data") return;
       stop();
       if (here.near) here.near.disconnect();
       if (page === here) goLive(here, waiting);

@@ -80,7 +80,7 @@
     }
 
     /** Ask the worker for the model data now (once): a model widget is near the viewport, or
-     *  the page is idle (host.js). An event "models" says when it is in. */
+     *  the page is idle (host.js). An event "model-data" says when it is in. */
     loadModels() {
       if (this.modelsAsked) return;
       this.modelsAsked = true;
@@ -134,7 +134,7 @@
 
     /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}
      *  | {type: "warm", failed} (the worker's warm-up is over: a first change pays nothing
-     *  more) | {type: "models", failed} (the model data is in: failed null; or why not)
+     *  more) | {type: "model-data", failed} (the model data is in: failed null; or why not)
      *  | {type: "hung"} | {type: "alive"}
      *  (the worker stopped, then resumed, answering pings). */
     on(listener) {
@@ -184,7 +184,7 @@
         this.emit({ type: "warm", ...this.warm });
       } else if (msg.type === P.MODELS) {
         this.models = { failed: msg.failed };
-        this.emit({ type: "models", ...this.models });
+        this.emit({ type: "model-data", ...this.models });
       } else if (msg.type === P.ERROR) {
         this.fail(new BootError("boot", msg.message));
       } else if (msg.type === P.PONG) {

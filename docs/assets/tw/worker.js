@@ -52,6 +52,10 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
   modelsPackage = data || null;
   progress("Carregant numpy i els widgets…", 0.6);
   await load(name);
+  // the single file answers every fetch from memory, from an origin (file:, "null") that the
+  // lock-down refuses: the model data it carries is installed now, before it (no download)
+  const carried = !self.twScript && modelsPackage !== null;
+  if (carried) await load(modelsPackage);
   importScripts(script("lockdown")); // from here on: this origin only, no eval, no storage (lockdown.js says why)
   self.twLockDown(self.location.origin, HERE); // relative URLs: from this file's address
   entry = py.pyimport(module);
@@ -63,18 +67,20 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
   // the model data was asked for meanwhile: then after that data's own warm-up (loadModels)
   warming = warmUp(false);
   warming.then((failed) => models || send({ type: P.WARM, failed }));
+  if (carried) loadModels(true);
 }
 
-/** The model data, fetched and installed once (LOAD_MODELS, or the first call that needs it);
- *  the page hears when it is in (MODELS), and the warm-up of what reads it follows. */
-function loadModels() {
+/** The model data, fetched and installed once (LOAD_MODELS, or the first call that needs it;
+ *  `installed`: it is in already); the page hears when it is in (MODELS), and the warm-up of
+ *  what reads it follows. */
+function loadModels(installed = false) {
   if (models) return models;
-  models = modelsPackage ? load(modelsPackage) : Promise.resolve();
+  models = modelsPackage && !installed ? load(modelsPackage) : Promise.resolve();
   models.then(() => send({ type: P.MODELS, failed: null }), (error) => send({ type: P.MODELS, failed: lastLine(error) }));
   const before = warming;
   warming = Promise.all([before, models]).then(
     async ([failed]) => [...failed, ...(await warmUp(true))],
-    async (error) => [...(await before), `${modelsPackage}: ${lastLine(error)}`],
+    async (error) => [...(await before), lastLine(error)], // it names the package
   );
   warming.then((failed) => send({ type: P.WARM, failed }));
   return models;
