@@ -189,7 +189,7 @@
     if (!waiting.length) return document.dispatchEvent(new Event("tw:idle")); // offline.js may now precache the site
     waiting.forEach((w) => {
       setState(w, "loading", TEXT.models);
-      part(w, CLASS.PROGRESS).removeAttribute("value"); // indeterminate: the worker reports no fraction
+      part(w, CLASS.PROGRESS).hidden = true; // the worker reports no fraction of it: the status says it
     });
     const stop = here.kernel.on((event) => {
       if (event.type !== "model-data") return;
