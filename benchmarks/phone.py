@@ -1,6 +1,6 @@
 """The phone profile (issue 28 §1): a chapter's cold visit as a mid-range phone gets it.
 
-    .venv/bin/python benchmarks/phone.py [--page cap15/index.html] [--rounds 3] [--before]
+    .venv/bin/python benchmarks/phone.py [--page cap15/index.html] [--rounds 3] [--before] [--versus SITE]
 
 A 390 x 844 CSS px touch viewport, the page's CPU slowed 4x (CDP Emulation.setCPUThrottlingRate),
 and a network shaped on the server's side, so that the worker's downloads (Pyodide, numpy, the
@@ -16,7 +16,8 @@ whose worker boots the site's own Pyodide (its lock, its trimmed standard librar
 imports numpy, what any page with Python pays; each figure is printed as a ratio to it.
 With `--before`, the same for the same build with its runtime laid out as before trim.py
 (whole standard library and numpy, bytecode beside the sources: budget.layout_before), the
-two in turn in every round.
+two in turn in every round; with `--versus DIR`, another built site's chapter (another
+branch's: before and after a change, in the same run).
 """
 
 from __future__ import annotations
@@ -208,6 +209,8 @@ def main() -> None:
     ap.add_argument("--site", help="a site already built (default: build one)")
     ap.add_argument("--before", action="store_true",
                     help="also the same build with the runtime laid out as before trim.py, in turn (issue 33)")
+    ap.add_argument("--versus", help="also this other built site (another branch's, say), in turn: its chapter "
+                                     "beside the same floor")
     args = ap.parse_args()
     port = free_port()
     if args.site:
@@ -223,6 +226,8 @@ def main() -> None:
 
         layouts["before"] = Path(tempfile.mkdtemp()) / "before"
         layout_before(site, layouts["before"])
+    if args.versus:
+        layouts["versus"] = Path(args.versus)
     lock = json.loads((site / bundle.RUNTIME_DIR / bundle.LOCK).read_text())
     floor = floor_page(bundle.RUNTIME_DIR, bundle.LOCK)
     served = {}
@@ -255,7 +260,8 @@ def main() -> None:
           f"(lock: {', '.join(sorted(lock['packages']))})")
     for name in layouts:
         if len(layouts) > 1:
-            print(f"\n{name}: " + ("the site as built" if name == "after" else "the runtime before trim.py"))
+            print(f"\n{name}: " + {"after": f"the site as built ({site})", "before": "the runtime before trim.py",
+                                   "versus": f"the other site ({args.versus})"}[name])
         print_runs(runs[name], runs["floor"])
 
 
