@@ -266,25 +266,28 @@ def main() -> None:
 
 
 def print_runs(runs: list[dict], floor: list[dict]) -> None:
+    """The medians over rounds; each ratio is the median of the rounds' own ratios, the chapter
+    to the floor visited beside it in the same round (a machine whose load drifts during the
+    run moves both)."""
     keys = ("fcp", "first", "calculators", "all", "wire_first", "wire", "raw")
     med = {k: statistics.median(r[k] for r in runs) for k in keys}
     low = {k: statistics.median(r[k] for r in floor) for k in ("first", "wire", "raw")}
 
-    def each(key: str) -> str:
-        return ", ".join(f"{r[key] / 1e3:.2f}" for r in runs)
+    def ratio(key: str, base: str) -> float:
+        return statistics.median(r[key] / f[base] for r, f in zip(runs, floor))
 
     def timed(key: str) -> str:
-        return f"{med[key] / 1e3:5.2f} s  {med[key] / low['first']:.2f}x the floor  (per run {each(key)})"
+        return f"{med[key] / 1e3:5.2f} s  {ratio(key, 'first'):.2f}x the floor  (per run {each(runs, key)})"
 
     rows = [
-        ("floor: Pyodide + numpy imported", f"{low['first'] / 1e3:5.2f} s  (per run {each_of(floor, 'first')}); "
+        ("floor: Pyodide + numpy imported", f"{low['first'] / 1e3:5.2f} s  (per run {each(floor, 'first')}); "
                                             f"{low['wire'] / 1e6:.2f} MB on the wire ({low['raw'] / 1e6:.2f} MB before gzip)"),
-        ("first contentful paint", f"{med['fcp'] / 1e3:5.2f} s  (per run {each('fcp')})"),
+        ("first contentful paint", f"{med['fcp'] / 1e3:5.2f} s  (per run {each(runs, 'fcp')})"),
         ("first widget interactive", timed("first")),
         (f"all {runs[0]['calculator_widgets']} calculators interactive", timed("calculators")),
         (f"all {runs[0]['widgets']} widgets interactive", timed("all")),
-        ("bytes on the wire before the first", f"{med['wire_first'] / 1e6:.2f} MB  {med['wire_first'] / low['wire']:.2f}x the floor's"),
-        ("bytes on the wire until all", f"{med['wire'] / 1e6:.2f} MB  {med['wire'] / low['wire']:.2f}x the floor's "
+        ("bytes on the wire before the first", f"{med['wire_first'] / 1e6:.2f} MB  {ratio('wire_first', 'wire'):.2f}x the floor's"),
+        ("bytes on the wire until all", f"{med['wire'] / 1e6:.2f} MB  {ratio('wire', 'wire'):.2f}x the floor's "
                                         f"({med['raw'] / 1e6:.2f} MB before gzip)"),
     ]
     width = max(len(k) for k, _ in rows)
@@ -292,7 +295,7 @@ def print_runs(runs: list[dict], floor: list[dict]) -> None:
         print(f"{key:<{width}}  {value}")
 
 
-def each_of(runs: list[dict], key: str) -> str:
+def each(runs: list[dict], key: str) -> str:
     return ", ".join(f"{r[key] / 1e3:.2f}" for r in runs)
 
 
