@@ -106,11 +106,11 @@ def layout_before(site: Path, dest: Path) -> None:
     lock = (runtime / bundle.LOCK).read_text()
     for name in (trim.STDLIB_FULL, assets.NUMPY_WHEEL, json.loads(lock)["packages"]["numpy"]["file_name"]):
         (runtime / name).unlink()
-    core, numpy, wheel = assemble.assemble(is_serve=False, trimmed=False)
+    core, numpy, wheel, models = assemble.assemble(is_serve=False, trimmed=False)
     assert (runtime / wheel.file_name).read_bytes() == wheel.data, "the site was built from other sources"
     for name, data in {**core, numpy.file_name: numpy.data}.items():
         (runtime / name).write_bytes(data)
-    (runtime / bundle.LOCK).write_text(bundle.lock(wheel, numpy))
+    (runtime / bundle.LOCK).write_text(bundle.lock(wheel, numpy, models))
 
 
 UNCOMPRESSED = (".png", ".jpg", ".ico", ".woff", ".woff2")  # a host sends these as they are

@@ -1,6 +1,6 @@
 """The phone profile (issue 28 §1): a chapter's cold visit as a mid-range phone gets it.
 
-    .venv/bin/python benchmarks/phone.py [--page cap15/index.html] [--rounds 3] [--before]
+    .venv/bin/python benchmarks/phone.py [--page cap15/index.html] [--rounds 3] [--before] [--versus SITE]
 
 A 390 x 844 CSS px touch viewport, the page's CPU slowed 4x (CDP Emulation.setCPUThrottlingRate),
 and a network shaped on the server's side, so that the worker's downloads (Pyodide, numpy, the
@@ -8,11 +8,16 @@ widgets) pay it as the page's do: every response gzip-compressed where a host wo
 its first byte 150 ms after the request, and all responses together limited to 9 Mbit/s (one
 token bucket for the whole server: a phone's link is shared by its parallel downloads).
 No service worker (a first visit: its precache comes after the widgets are interactive).
-Prints time to first contentful paint, to the first widget interactive and to all of them,
-and the bytes on the wire (compressed) and before compression, until all are interactive.
+Prints time to first contentful paint, to the first widget interactive, to every calculator
+(the widgets that read no model data: Widget.models) and to all of them, and the bytes on the
+wire (compressed) and before compression, until the first widget answers and until all do.
+Beside it, in turn in every round, the floor (issue 44): an empty page of the same server
+whose worker boots the site's own Pyodide (its lock, its trimmed standard library) and
+imports numpy, what any page with Python pays; each figure is printed as a ratio to it.
 With `--before`, the same for the same build with its runtime laid out as before trim.py
 (whole standard library and numpy, bytecode beside the sources: budget.layout_before), the
-two in turn in every round.
+two in turn in every round; with `--versus DIR`, another built site's chapter (another
+branch's: before and after a change, in the same run).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import functools
 import gzip
 import http.server
 import io
+import json
 import statistics
 import sys
 import tempfile
@@ -32,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import book  # noqa: E402
+from build_hooks.runtime import bundle  # noqa: E402
+from widgets_py.engine import registry  # noqa: E402
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path, free_port  # noqa: E402
 
 VIEWPORT = {"width": 390, "height": 844}
@@ -40,14 +48,38 @@ BANDWIDTH = 9e6 / 8  # bytes per second: 9 Mbit/s
 LATENCY = 0.150  # seconds before a response's first byte
 CHUNK = 16 * 1024
 COMPRESSED = (".html", ".js", ".css", ".json", ".svg", ".wasm", ".txt", ".xml", ".py", ".map")  # what a host gzips
-# when each widget first became ready, in ms since navigation started (performance.now())
+MARK = "/__mark__"  # the page asks for it when its first widget is ready: the server notes the bytes sent so far
+FLOOR = "/__floor__/"  # the floor's page (floor_page), served from memory
+# when each widget first became ready, in ms since navigation started (performance.now()), by
+# id -> [widget name, ms]; the first one tells the server (MARK)
 WATCH = """(() => {
   window.twReady = {};
   new MutationObserver(() => document.querySelectorAll('.tw-widget[data-state=ready]').forEach(w => {
-    if (!(w.id in window.twReady)) window.twReady[w.id] = performance.now();
+    if (w.id in window.twReady) return;
+    if (!Object.keys(window.twReady).length) fetch('%s', { cache: 'no-store' });
+    window.twReady[w.id] = [w.dataset.widget, performance.now()];
   })).observe(document, { subtree: true, attributes: true, attributeFilter: ['data-state'] });
-})();"""
+})();""" % MARK
 ALL_READY = "() => { const ws = [...document.querySelectorAll('.tw-widget')]; return ws.length > 0 && ws.every(w => w.dataset.state === 'ready'); }"
+
+
+def floor_page(runtime: str, lock: str) -> bytes:
+    """An empty page whose worker boots Pyodide from the site's runtime folder with its lock,
+    loads numpy and imports it (as worker.js does, without the widgets), then tells the page
+    (window.twFloor: ms since navigation) and the server (MARK)."""
+    worker = f"""importScripts(self.origin + '/{runtime}pyodide.js');
+(async () => {{
+  const py = await loadPyodide({{ indexURL: self.origin + '/{runtime}', lockFileURL: self.origin + '/{runtime}{lock}',
+                                 stdout: () => {{}}, stderr: () => {{}} }});
+  await py.loadPackage('numpy', {{ messageCallback: () => {{}} }});
+  py.runPython('import numpy');
+  postMessage('ready');
+}})();"""
+    return f"""<!doctype html><html lang="ca"><head><meta charset="utf-8"><title>floor</title></head><body><p>floor</p>
+<script>
+const w = new Worker(URL.createObjectURL(new Blob([{worker!r}], {{ type: 'text/javascript' }})));
+w.onmessage = () => {{ window.twFloor = performance.now(); fetch('{MARK}', {{ cache: 'no-store' }}); }};
+</script></body></html>""".encode()
 
 
 class Link:
@@ -55,7 +87,11 @@ class Link:
 
     def __init__(self, rate: float):
         self.rate, self.lock, self.free_at = rate, threading.Lock(), time.monotonic()
+        self.reset()
+
+    def reset(self) -> None:
         self.wire = self.raw = 0
+        self.marked: int | None = None  # the bytes on the wire when the page first asked for MARK
 
     def send(self, out, data: bytes) -> None:
         for i in range(0, len(data), CHUNK):
@@ -68,11 +104,20 @@ class Link:
             out.write(piece)
 
 
-def handler(link: Link):
+def handler(link: Link, floor: bytes):
     class Shaped(_Quiet):
         protocol_version = "HTTP/1.1"  # keep-alive, as a browser gets from a host
 
         def do_GET(self):
+            if self.path.startswith(MARK):  # not shaped, not counted
+                if link.marked is None:
+                    link.marked = link.wire
+                return self.reply(b"", "text/plain")
+            if self.path.startswith(FLOOR):
+                time.sleep(LATENCY)
+                link.raw += len(floor)
+                self.reply(b"", "text/html", len(floor))
+                return link.send(self.wfile, floor)
             data = self.send_head_shaped()
             if data is not None:
                 link.send(self.wfile, data)
@@ -104,7 +149,34 @@ def handler(link: Link):
             http.server.BaseHTTPRequestHandler.end_headers(self)
             return data
 
+        def reply(self, body: bytes, kind: str, length: int | None = None) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body) if length is None else length))
+            self.send_header("Cache-Control", "no-store")
+            http.server.BaseHTTPRequestHandler.end_headers(self)
+            self.wfile.write(body)
+
     return Shaped
+
+
+def new_visit(browser):
+    ctx = browser.new_context(viewport=VIEWPORT, is_mobile=True, has_touch=True, device_scale_factor=2,
+                              service_workers="block")
+    page = ctx.new_page()
+    ctx.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
+    return ctx, page
+
+
+def visit_floor(browser, url: str) -> dict:
+    ctx, page = new_visit(browser)
+    try:
+        page.goto(url, wait_until="commit")
+        page.wait_for_function("() => window.twFloor", timeout=600_000, polling=250)
+        at = page.evaluate("() => window.twFloor")
+        return {"first": at, "calculators": at, "all": at}
+    finally:
+        ctx.close()
 
 
 def visit(browser, url: str) -> dict:
@@ -120,7 +192,10 @@ def visit(browser, url: str) -> dict:
         ready = page.evaluate("() => Object.values(window.twReady || {})")
         assert ready, page.evaluate("() => [typeof window.twReady, document.querySelectorAll('.tw-widget[data-state=ready]').length]")
         fcp = page.evaluate("() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime")
-        return {"fcp": fcp, "first": min(ready), "all": max(ready), "widgets": len(ready)}
+        times = [ms for _, ms in ready]
+        calculators = [ms for name, ms in ready if not registry.get(name).models] or times
+        return {"fcp": fcp, "first": min(times), "calculators": max(calculators), "all": max(times),
+                "widgets": len(ready), "calculator_widgets": len(calculators)}
     finally:
         ctx.close()
 
@@ -134,6 +209,8 @@ def main() -> None:
     ap.add_argument("--site", help="a site already built (default: build one)")
     ap.add_argument("--before", action="store_true",
                     help="also the same build with the runtime laid out as before trim.py, in turn (issue 33)")
+    ap.add_argument("--versus", help="also this other built site (another branch's, say), in turn: its chapter "
+                                     "beside the same floor")
     args = ap.parse_args()
     port = free_port()
     if args.site:
@@ -149,49 +226,78 @@ def main() -> None:
 
         layouts["before"] = Path(tempfile.mkdtemp()) / "before"
         layout_before(site, layouts["before"])
+    if args.versus:
+        layouts["versus"] = Path(args.versus)
+    lock = json.loads((site / bundle.RUNTIME_DIR / bundle.LOCK).read_text())
+    floor = floor_page(bundle.RUNTIME_DIR, bundle.LOCK)
     served = {}
     for name, root in layouts.items():
         link = Link(BANDWIDTH)
         at = port if name == "after" else free_port()
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", at), functools.partial(handler(link), directory=str(root)))
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", at), functools.partial(handler(link, floor), directory=str(root)))
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        served[name] = (link, httpd, f"http://127.0.0.1:{at}/{chapter}")
+        served[name] = (link, httpd, f"http://127.0.0.1:{at}/")
+    # what each round visits, in turn: the floor on the as-built site's server, then each layout's chapter
+    targets = {"floor": ("after", FLOOR, visit_floor), **{name: (name, chapter, visit) for name in layouts}}
     from playwright.sync_api import sync_playwright
 
-    runs: dict[str, list[dict]] = {name: [] for name in layouts}
+    runs: dict[str, list[dict]] = {name: [] for name in targets}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         for round_ in range(args.rounds):
-            for name in sorted(layouts, reverse=round_ % 2 == 1):  # which goes first alternates: no order bias
-                link, _, url = served[name]
-                link.wire = link.raw = 0
-                runs[name].append(visit(browser, url) | {"wire": link.wire, "raw": link.raw})
+            for name in sorted(targets, reverse=round_ % 2 == 1):  # which goes first alternates: no order bias
+                server, path, how = targets[name]
+                link, _, origin = served[server]
+                link.reset()
+                run = how(browser, origin + path.lstrip("/"))
+                runs[name].append(run | {"wire": link.wire, "raw": link.raw, "wire_first": link.marked})
         browser.close()
     for _, httpd, _ in served.values():
         httpd.shutdown()
     print(f"profile: {VIEWPORT['width']} px, CPU {CPU_SLOWDOWN}x slower, {BANDWIDTH * 8 / 1e6:.0f} Mbit/s, "
-          f"{LATENCY * 1e3:.0f} ms per request, gzip; {chapter}, median of {args.rounds}")
-    for name, each_run in runs.items():
-        if len(runs) > 1:
-            print(f"\n{name}: " + ("the site as built" if name == "after" else "the runtime before trim.py"))
-        print_runs(each_run)
+          f"{LATENCY * 1e3:.0f} ms per request, gzip; {chapter}, median of {args.rounds} rounds")
+    print(f"floor: an empty page whose worker boots the site's Pyodide and imports numpy "
+          f"(lock: {', '.join(sorted(lock['packages']))})")
+    for name in layouts:
+        if len(layouts) > 1:
+            print(f"\n{name}: " + {"after": f"the site as built ({site})", "before": "the runtime before trim.py",
+                                   "versus": f"the other site ({args.versus})"}[name])
+        print_runs(runs[name], runs["floor"])
 
 
-def print_runs(runs: list[dict]) -> None:
-    med = {k: statistics.median(r[k] for r in runs) for k in ("fcp", "first", "all", "wire", "raw")}
+def print_runs(runs: list[dict], floor: list[dict]) -> None:
+    """The medians over rounds; each ratio is the median of the rounds' own ratios, the chapter
+    to the floor visited beside it in the same round (a machine whose load drifts during the
+    run moves both)."""
+    keys = ("fcp", "first", "calculators", "all", "wire_first", "wire", "raw")
+    med = {k: statistics.median(r[k] for r in runs) for k in keys}
+    low = {k: statistics.median(r[k] for r in floor) for k in ("first", "wire", "raw")}
 
-    def each(key: str) -> str:
-        return ", ".join(f"{r[key] / 1e3:.2f}" for r in runs)
+    def ratio(key: str, base: str) -> float:
+        return statistics.median(r[key] / f[base] for r, f in zip(runs, floor))
+
+    def timed(key: str) -> str:
+        return f"{med[key] / 1e3:5.2f} s  {ratio(key, 'first'):.2f}x the floor  (per run {each(runs, key)})"
 
     rows = [
-        ("first contentful paint", f"{med['fcp'] / 1e3:.2f} s  (per run {each('fcp')})"),
-        ("first widget interactive", f"{med['first'] / 1e3:.2f} s  (per run {each('first')})"),
-        (f"all {runs[0]['widgets']} widgets interactive", f"{med['all'] / 1e3:.2f} s  (per run {each('all')})"),
-        ("bytes on the wire until then", f"{med['wire'] / 1e6:.2f} MB  ({med['raw'] / 1e6:.2f} MB before gzip)"),
+        ("floor: Pyodide + numpy imported", f"{low['first'] / 1e3:5.2f} s  (per run {each(floor, 'first')}); "
+                                            f"{low['wire'] / 1e6:.2f} MB on the wire ({low['raw'] / 1e6:.2f} MB before gzip)"),
+        ("first contentful paint", f"{med['fcp'] / 1e3:5.2f} s  (per run {each(runs, 'fcp')})"),
+        ("first widget interactive", timed("first")),
+        (f"all {runs[0]['calculator_widgets']} calculators interactive", timed("calculators")),
+        (f"all {runs[0]['widgets']} widgets interactive", timed("all")),
+        ("bytes on the wire before the first", f"{med['wire_first'] / 1e6:.2f} MB  {ratio('wire_first', 'wire'):.2f}x the floor's"),
+        ("bytes on the wire until all", f"{med['wire'] / 1e6:.2f} MB  {ratio('wire', 'wire'):.2f}x the floor's "
+                                        f"({med['raw'] / 1e6:.2f} MB before gzip)"),
     ]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
+
+
+def each(runs: list[dict], key: str) -> str:
+    return ", ".join(f"{r[key] / 1e3:.2f}" for r in runs)
+
 
 if __name__ == "__main__":
     main()

@@ -431,3 +431,33 @@ def test_quantize_streams_its_formats_and_the_latest_change_wins(watched, server
     assert dom_params(page, sel)["group"] == 16
     assert_matches_cpython(page, sel)
     assert watched.errors == []
+
+
+def test_a_calculator_answers_before_the_model_data_is_in_and_a_model_widget_once_it_is(watched, server):
+    """The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a wheel apart, fetched
+    after the calculators are interactive (issue 44). Its response held back: a calculator is
+    ready and answers a change, while a model widget shows its prerendered figure and says it
+    is loading the model, its controls off; let through, the model widget answers too."""
+    page = watched.page
+    held = []
+    page.context.route("**/widgets_py_models-*.whl", lambda route: held.append(route))
+    page.goto(server + PAGE)
+    calculator, model = '.tw-widget[data-widget="kv_cache"]', '.tw-widget[data-widget="quantize"]'
+    page.wait_for_selector(f'{calculator}[data-state="ready"]', timeout=BOOT_MS)
+    prerendered = page.inner_html(f"{model} .tw-figure")
+    assert move_a_control(page, calculator)
+    assert_matches_cpython(page, calculator)
+    for _ in range(100):  # the page asks for the model data once idle, at the latest
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert len(held) == 1, "the model data is asked for once the calculators are interactive"
+    assert page.get_attribute(model, "data-state") == "loading"
+    assert "Carregant el model" in page.text_content(f"{model} .tw-status")
+    assert page.is_disabled(f"{model} .tw-controls [name]:not([type=hidden]) >> nth=0")
+    assert page.inner_html(f"{model} .tw-figure") == prerendered
+    held[0].continue_()
+    page.wait_for_selector(f'{model}[data-state="ready"]', timeout=60_000)
+    assert move_a_control(page, model)
+    assert_matches_cpython(page, model)
+    assert watched.errors == []

@@ -139,11 +139,12 @@ def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, 
     monkeypatch.setattr(assets, "fetch", files.__getitem__)
     assert bytecode.runtime({"pyodide.js": b""}, b"{}") is None
     assert "no bytecode compiled" in capsys.readouterr().err
-    core, numpy, wheel = assemble.assemble(is_serve=False)
+    core, numpy, wheel, models = assemble.assemble(is_serve=False)
     assert {name: assets.sha256(data) for name, data in core.items()} == {
         name: digest for name, digest in assets.PINNED.items() if name != assets.NUMPY_WHEEL}
     assert (numpy.file_name, numpy.sha256) == (assets.NUMPY_WHEEL, assets.PINNED[assets.NUMPY_WHEEL])
-    assert wheel == bundle.make_wheel(bundle.package_files())
+    code, data = bundle.split(bundle.package_files())
+    assert (wheel, models) == (bundle.make_wheel(code), bundle.make_wheel(data, name=bundle.MODELS_NAME))
 
 
 @pytest.mark.build

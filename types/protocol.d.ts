@@ -12,6 +12,8 @@ interface TWProtocol {
   readonly WARM: "event:warm";
   readonly STEP: "step";
   readonly REPLY: "reply";
+  readonly LOAD_MODELS: "models:load";
+  readonly MODELS: "event:models";
   readonly LAYOUT: "wide";
   readonly PARTIAL_MS: 80;
   readonly SHOW_MS: 200;
@@ -57,6 +59,7 @@ interface TWProtocol {
       readonly STATE: "state";
       readonly PARAMS: "params";
       readonly AUTORUN: "autorun";
+      readonly MODELS: "models";
       readonly VALUE: "value";
       readonly LAYOUT: "layout";
       readonly GRID: "grid";
@@ -221,12 +224,18 @@ interface TWMarkupAllowList {
   classes: string[];
 }
 
+interface TWModelData {
+  package: string;
+  sha256: string;
+}
+
 interface TWSiteConfig {
   runtime: string;
   lock: string;
   package: string;
   entry: string;
   sha256: string;
+  models: TWModelData | null;
   core: Record<string, string>;
   versions: Record<string, string>;
   markup: TWMarkupAllowList;
@@ -238,6 +247,11 @@ interface TWInit {
   lockFileURL: string;
   package: string;
   entry: string;
+  models: string | null;
+}
+
+interface TWLoadModels {
+  type: "models:load";
 }
 
 interface TWCall {
@@ -275,6 +289,11 @@ interface TWWarm {
   failed: string[];
 }
 
+interface TWModelsLoaded {
+  type: "event:models";
+  failed: string | null;
+}
+
 interface TWStep {
   type: "step";
   id: number;
@@ -299,8 +318,8 @@ interface TWPong {
   type: "pong";
 }
 
-type TWToWorker = TWInit | TWCall | TWCancel | TWPing;
-type TWFromWorker = TWProgress | TWLoaded | TWError | TWWarm | TWStep | TWReplied | TWFailed | TWPong;
+type TWToWorker = TWInit | TWCall | TWCancel | TWPing | TWLoadModels;
+type TWFromWorker = TWProgress | TWLoaded | TWError | TWWarm | TWModelsLoaded | TWStep | TWReplied | TWFailed | TWPong;
 
 /** call -> its payload, its steps' data (partial), its reply's data */
 interface TWCalls {

@@ -111,10 +111,10 @@ def widget(name: str, instance: str, params: dict, result: registry.Result, show
         f'<progress class="{C.TRAIN_PROGRESS}" max="1" value="0" hidden></progress>'
         f'<span class="{C.TRAIN_STATUS}" role="status" aria-live="polite"></span></div>'
     ) if w.trainable else ""
-    autorun = f' data-{D.AUTORUN}="true"' if w.autorun else ""
+    flags = (f' data-{D.AUTORUN}="true"' if w.autorun else "") + (f' data-{D.MODELS}="true"' if w.models else "")
     return (
         f'<div class="{C.WIDGET}" id="{escape(uid)}" data-{D.WIDGET}="{escape(name)}" data-{D.INSTANCE}="{escape(instance)}" '
-        f'data-{D.STATE}="static" data-{D.PARAMS}="{_attr(params)}"{autorun}>'
+        f'data-{D.STATE}="static" data-{D.PARAMS}="{_attr(params)}"{flags}>'
         f'<div class="{C.HEAD}"><p class="{C.TITLE}">{escape(w.title)}</p>'
         f'<p class="{C.STATUS}" role="status" aria-live="polite">Figura calculada en construir la pàgina.</p>'
         f'<progress class="{C.PROGRESS}" max="1" value="0" hidden></progress></div>'

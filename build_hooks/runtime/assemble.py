@@ -1,4 +1,4 @@
-"""Puts the pinned Pyodide runtime, numpy, the widgets_py wheel and their lock into the site.
+"""Puts the pinned Pyodide runtime, numpy, the widgets_py wheels (code, model data) and their lock into the site.
 
 Where each file goes and how the wheel and the lock are made is `bundle.py`'s business;
 this hook fetches the pinned files (`assets.py`), adds the bytecode of what the worker
@@ -34,12 +34,15 @@ def on_config(config, *, build):
     return config
 
 
-def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Wheel]:
-    """(Pyodide's core files, the numpy wheel, our wheel) as the site serves them; `trimmed=False`:
-    the layout before trim.py, whole archives with bytecode beside their source (benchmarks/budget.py)."""
+def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Wheel, bundle.Wheel]:
+    """(Pyodide's core files, the numpy wheel, our code's wheel, our model data's) as the site
+    serves them; `trimmed=False`: the layout before trim.py, whole archives with bytecode beside
+    their source (benchmarks/budget.py)."""
     pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     sources = bundle.package_files()
-    wheel = bundle.make_wheel(sources)  # source only: what bytecode.package() loads
+    code, data = bundle.split(sources)
+    models = bundle.make_wheel(data, name=bundle.MODELS_NAME)
+    wheel = bundle.make_wheel(sources)  # source and data, one wheel: what bytecode.package() rehearses with
     core = {name: data for name, data in pinned.items() if name != assets.NUMPY_WHEEL}
     numpy = bundle.numpy_wheel(pinned[assets.NUMPY_WHEEL])
     first = bytecode.runtime(pinned, bundle.lock(None, numpy).encode())
@@ -51,10 +54,10 @@ def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bu
                                  bundle.LOCK: bundle.lock(wheel, numpy).encode()}, bundle.PACKAGE_KEY, bundle.ENTRY, scanned)
         if ours:
             core, numpy = with_bytecode(core, numpy, ours.pycs)
-            wheel = bundle.make_wheel(sources, bytecode.wheel_entries(ours.pycs, bundle.NAME))
             if trimmed:
                 core, numpy = trim.runtime(core, numpy, pinned, {**first.pycs, **ours.pycs}, ours.imported)
-    return core, numpy, wheel
+            return core, numpy, bundle.make_wheel(code, bytecode.wheel_entries(ours.pycs, bundle.NAME)), models
+    return core, numpy, bundle.make_wheel(code), models
 
 
 def on_files(files: Files, *, config, build) -> Files:
@@ -64,14 +67,14 @@ def on_files(files: Files, *, config, build) -> Files:
     except pretrained.WeightsError as exc:
         raise PluginError(str(exc)) from None
     try:
-        core, numpy, wheel = build.runtime.result()
+        core, numpy, wheel, models = build.runtime.result()
     except assets.AssetError as exc:  # one message, no traceback: it says all there is
         raise PluginError(str(exc)) from None
-    build.wheel = wheel
+    build.wheel, build.models = wheel, models
     build.core = {name: assets.sha256(data) for name, data in core.items()}
     for name, data in core.items():
         files.append(File.generated(config, bundle.RUNTIME_DIR + name, content=data))
-    for w in (numpy, wheel):
+    for w in (numpy, wheel, models):
         files.append(File.generated(config, bundle.RUNTIME_DIR + w.file_name, content=w.data))
-    files.append(File.generated(config, bundle.RUNTIME_DIR + bundle.LOCK, content=bundle.lock(wheel, numpy)))
+    files.append(File.generated(config, bundle.RUNTIME_DIR + bundle.LOCK, content=bundle.lock(wheel, numpy, models)))
     return files

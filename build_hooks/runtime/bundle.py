@@ -2,11 +2,20 @@
 
 Pyodide's convention: packages are wheels listed in `pyodide-lock.json` with their sha256,
 and `pyodide.loadPackage(name)` fetches, verifies and installs them. The site's lock holds
-the official numpy entry and a pure-Python wheel of `widgets_py` (source, trained weights
-and corpus as package data), built here from the files on disk on every build, so
-`mkdocs serve` ships edited widget code. The wheel is byte-identical for identical
-inputs (sorted entries, fixed timestamps), and its version carries a hash of them, so a
-changed package is a new file name that no cache can confuse with the old one.
+the official numpy entry and two pure-Python wheels of `widgets_py`, built here from the
+files on disk on every build, so `mkdocs serve` ships edited widget code:
+- `widgets-py`, the code (source and bytecode): what the worker loads before any widget is
+  interactive;
+- `widgets-py-models`, the model data (MODEL_DATA: the mini-GPTs' trained weights, the
+  training corpus, the WebAssembly kernel), installed into the same package folders: about
+  half the bytes, which only the widgets declared `models` read (engine/widget.py), so the
+  worker loads it after the calculators are interactive, when the page asks (host.js: a
+  model widget near the viewport, or the page idle) or a call needs it (worker.js).
+Both are checked against the lock's sha256 by loadPackage, precached for offline reading
+(hosting/offline.py: every file of the site) and carried by the single file
+(export/single_file.py: every package of the lock). Each wheel is byte-identical for
+identical inputs (sorted entries, fixed timestamps), and its version carries a hash of them,
+so a changed package is a new file name that no cache can confuse with the old one.
 
 The browser learns all of this from `site_config()`, written into each widget page: the
 worker hard-codes no folder, file or module name.
@@ -31,6 +40,8 @@ from . import assets, zips
 PACKAGE = Path(__file__).resolve().parents[2] / "widgets_py"
 NAME = "widgets_py"  # import name, and the distribution name in file names
 PACKAGE_KEY = "widgets-py"  # its normalised name (PEP 503): the lock's key, loadPackage's argument
+MODELS_NAME, MODELS_KEY = "widgets_py_models", "widgets-py-models"  # the model data's wheel, likewise
+MODEL_DATA = (f"{NAME}/maths/weights/", f"{NAME}/maths/data/", f"{NAME}/accel/wasm/")  # archive folders: its files
 VERSION = "0.1.0"
 ENTRY = "widgets_py.engine.browser"  # the module the worker imports: render(), fixed(), Trainer
 RUNTIME_DIR = "pyodide/"  # Pyodide's files, numpy, our wheel and the lock, in the built site
@@ -57,23 +68,31 @@ def package_files(package: Path = PACKAGE) -> dict[str, Path]:
             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in SOURCES_ONLY}
 
 
+def split(files: dict[str, Path]) -> tuple[dict[str, Path], dict[str, Path]]:
+    """(the code, the model data) of package_files(): the second, MODEL_DATA's files."""
+    data = {name: path for name, path in files.items() if name.startswith(MODEL_DATA)}
+    return {name: path for name, path in files.items() if name not in data}, data
+
+
 def _record_line(name: str, data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"{name},sha256={digest},{len(data)}"
 
 
-def make_wheel(files: dict[str, Path], extra: dict[str, bytes] | None = None) -> Wheel:
-    """A py3-none-any wheel of `files` (and `extra` members: bytecode), byte-identical for identical inputs."""
-    contents = dict(sorted({**{name: path.read_bytes() for name, path in files.items()}, **(extra or {})}.items()))
+def make_wheel(files: dict[str, Path], extra: dict[str, bytes] | None = None, name: str = NAME) -> Wheel:
+    """A py3-none-any wheel `name` of `files` (and `extra` members: bytecode), byte-identical for
+    identical inputs. The code's (NAME) requires numpy; the model data's (MODELS_NAME) nothing."""
+    contents = dict(sorted({**{n: path.read_bytes() for n, path in files.items()}, **(extra or {})}.items()))
     version = f"{VERSION}+{cache.key(cache.listing(contents))[:12]}"  # a local version: the content's own
-    info = f"{NAME}-{version}.dist-info/"
-    contents[info + "METADATA"] = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {version}\nRequires-Dist: numpy\n".encode()
+    info = f"{name}-{version}.dist-info/"
+    requires = "Requires-Dist: numpy\n" if name == NAME else ""
+    contents[info + "METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}".encode()
     contents[info + "WHEEL"] = b"Wheel-Version: 1.0\nGenerator: build_hooks.runtime.bundle\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    contents[info + "top_level.txt"] = f"{NAME}\n".encode()
+    contents[info + "top_level.txt"] = f"{NAME}\n".encode()  # the model data's files are widgets_py's package data
     record = [_record_line(n, d) for n, d in contents.items()] + [info + "RECORD,,"]
     contents[info + "RECORD"] = ("\n".join(record) + "\n").encode()
     data = zips.write(contents)
-    return Wheel(f"{NAME}-{version}-py3-none-any.whl", data, assets.sha256(data))
+    return Wheel(f"{name}-{version}-py3-none-any.whl", data, assets.sha256(data))
 
 
 def numpy_wheel(data: bytes) -> Wheel:
@@ -89,8 +108,9 @@ def numpy_wheel(data: bytes) -> Wheel:
     return Wheel(f"{name}-{version}+{digest[:12]}-{rest}", data, digest)
 
 
-def lock(wheel: Wheel | None, numpy: Wheel | None = None) -> str:
-    """The site's pyodide-lock.json: numpy (the official entry's wheel, or it with bytecode) and our wheel."""
+def lock(wheel: Wheel | None, numpy: Wheel | None = None, models: Wheel | None = None) -> str:
+    """The site's pyodide-lock.json: numpy (the official entry's wheel, or it with bytecode), our
+    wheel and, apart, the model data's (loaded by name, never as a dependency)."""
     numpy = numpy or numpy_wheel(assets.fetch(assets.NUMPY_WHEEL).read_bytes())
     packages = {"numpy": PackageSpec(name="numpy", version=numpy.file_name.split("-")[1], file_name=numpy.file_name,
                                      install_dir="site", sha256=numpy.sha256, imports=["numpy"], unvendored_tests=True)}
@@ -98,12 +118,17 @@ def lock(wheel: Wheel | None, numpy: Wheel | None = None) -> str:
         packages[PACKAGE_KEY] = PackageSpec(name=PACKAGE_KEY, version=wheel.file_name.split("-")[1],
                                             file_name=wheel.file_name, install_dir="site", sha256=wheel.sha256,
                                             imports=[NAME], depends=["numpy"])
+    if models is not None:
+        packages[MODELS_KEY] = PackageSpec(name=MODELS_KEY, version=models.file_name.split("-")[1],
+                                           file_name=models.file_name, install_dir="site", sha256=models.sha256,
+                                           imports=[], depends=[])
     spec = PyodideLockSpec(info=INFO, packages=packages)
     spec.check_wheel_filenames()
     return json.dumps(spec.model_dump(), indent=1, sort_keys=True)
 
 
-def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str]) -> protocol.SiteConfig:
+def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str],
+                models: Wheel | None = None) -> protocol.SiteConfig:
     """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
 
     `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
@@ -112,7 +137,9 @@ def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str]) ->
     loads by URL (the workers, what they import, the lock): the URL carries it (`?v=`), so
     no HTTP cache and no service worker pairs this build's page with another build's file.
     `markup`: what a widget's figure may contain (widgets_py/engine/markup.py), for the
-    page's sanitiser. Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
+    page's sanitiser. `models`: the model data's wheel, as the lock names it, and its sha256
+    (none: the site has no model data). Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
     """
     return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256,
+            "models": {"package": MODELS_KEY, "sha256": models.sha256} if models else None,
             "core": core, "versions": versions, "markup": markup.allow_list()}

@@ -272,6 +272,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="clock",
+    models=True,  # the mini-GPTs: weights, corpus, kernel
     title="El rellotge i el comptador",
     params=PARAMS,
     outputs=OUTPUTS,

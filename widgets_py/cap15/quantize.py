@@ -284,6 +284,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="quantize",
+    models=True,  # the mini-GPTs: weights, corpus, kernel
     title="Els pesos del mini-GPT, arrodonits: què s'hi perd",
     params=PARAMS,
     outputs=OUTPUTS,

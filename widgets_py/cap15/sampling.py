@@ -202,6 +202,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="sampling",
+    models=True,  # the mini-GPTs: weights, corpus, kernel
     title="Com es tria el token",
     params=PARAMS,
     outputs=OUTPUTS,

@@ -255,6 +255,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="speculative",
+    models=True,  # the mini-GPTs: weights, corpus, kernel
     title="Decodificació especulativa: el petit proposa, el gran verifica",
     params=PARAMS,
     outputs=OUTPUTS,

@@ -91,6 +91,7 @@ OUTPUTS = (
 
 WIDGET = Widget(
     name="training",
+    models=True,  # the mini-GPTs: weights, corpus, kernel
     title="Entrenar el mini-GPT",
     params=PARAMS,
     outputs=OUTPUTS,

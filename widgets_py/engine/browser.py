@@ -40,10 +40,14 @@ class WarmUp:
       group: four formats, not the original model and BF16 as well), and a return to the
       defaults answers at once. Not a widget that times the machine (`Output.timed`): its
       timings are taken when the reader asks.
-    A task that fails is noted in `failed` and the rest go on: its widget says so when called."""
+    A task that fails is noted in `failed` and the rest go on: its widget says so when called.
+    `models`: False, what needs no model data (the modules, the calculators' staged runs), which
+    the worker does once the page is interactive; True, the rest (the preparations, the model
+    widgets' staged runs), once the model data is in (worker.js); None, all of it."""
 
-    def __init__(self):
+    def __init__(self, models: bool | None = None):
         self.failed: list[str] = []
+        self.models = models
         self.tasks = self._tasks()
 
     def advance(self) -> str:
@@ -54,13 +58,13 @@ class WarmUp:
         return json.dumps({"done": False})
 
     def _tasks(self):
-        for module in registry.modules():
+        for module in registry.modules() if self.models is not True else ():
             self._try(module, importlib.import_module, module)
             yield None
-        for i, step in enumerate(preparations()):
+        for i, step in enumerate(preparations() if self.models is not False else ()):
             self._try(f"pas {i}", step)
             yield None
-        for name in self.staged():
+        for name in self.staged(self.models):
             run = self._try(name, Run, name, "{}")
             while run is not None and (reply := self._try(name, run.advance)) is not None:
                 if not json.loads(reply).get("partial"):
@@ -68,8 +72,11 @@ class WarmUp:
                 yield None
 
     @staticmethod
-    def staged() -> list[str]:
-        return [name for name in registry.names() if registry.is_staged(name) and not registry.get(name).timed]
+    def staged(models: bool | None = None) -> list[str]:
+        """The staged widgets it runs at their defaults (those that read the model data or not,
+        or all: None)."""
+        return [name for name in registry.names() if registry.is_staged(name) and not registry.get(name).timed
+                and models in (None, registry.get(name).models)]
 
     def _try(self, what: str, f, *args):
         try:
@@ -93,6 +100,11 @@ def warm_kernel() -> None:
     from ..accel import backend
 
     backend.warm(session.current().products())
+
+
+def needs_models(name: str) -> bool:
+    """Whether widget `name` reads the model data (Widget.models): worker.js has it in first."""
+    return registry.get(name).models
 
 
 class Run:
@@ -176,17 +188,20 @@ class Trainer:
 def rehearse() -> None:
     """The worker's calls (protocol.ENTRIES) as worker.js makes them, each widget at its
     defaults: the build runs this under Pyodide to list and compile every module the browser
-    imports, those imported inside functions too (build_hooks/runtime/bytecode.py). The warm-up;
+    imports, those imported inside functions too (build_hooks/runtime/bytecode.py). The warm-up,
+    its two parts;
     an edit that runs, one that does not compile and one that raises (the
     traceback's path); a training run's first step; each exercise, its hints and solution, and
     a check of its solution, its starter and an answer that raises."""
     prepare()
-    warm = WarmUp()
-    while not (task := json.loads(warm.advance()))["done"]:
-        pass
-    if task["failed"]:
-        raise RuntimeError("the warm-up failed: " + "; ".join(task["failed"]))
+    for part in (False, True):  # as the worker does: without the model data, then with it
+        warm = WarmUp(part)
+        while not (task := json.loads(warm.advance()))["done"]:
+            pass
+        if task["failed"]:
+            raise RuntimeError("the warm-up failed: " + "; ".join(task["failed"]))
     for name in registry.names():
+        needs_models(name)
         fixed(name, "{}")
         run = Run(name, "{}")
         while json.loads(run.advance()).get("partial"):

@@ -17,7 +17,7 @@ from enum import StrEnum
 
 
 class Class(StrEnum):
-    WIDGET = "tw-widget"  # one widget instance: data-widget, -instance, -state, -params, -autorun
+    WIDGET = "tw-widget"  # one widget instance: data-widget, -instance, -state, -params, -autorun, -models
     HEAD = "tw-head"
     TITLE = "tw-title"
     STATUS = "tw-status"  # what the widget is doing, in words
@@ -48,6 +48,7 @@ class Data(StrEnum):
     STATE = "state"  # "static" as built; host.js: loading, ready, error
     PARAMS = "params"  # JSON: the parameters it was drawn with
     AUTORUN = "autorun"
+    MODELS = "models"  # "true" on a widget that reads the model data (Widget.models): it waits for it
     VALUE = "value"  # an output's name
     LAYOUT = "layout"  # a figure slot's layout (engine/svg.py)
     GRID = "grid"  # a long integer slider's [min, step, count] (widget_html.is_grid)

@@ -12,11 +12,17 @@ worker.js calls only the entries listed here.
 
     page -> worker  Init, Call (a widget's run, its source and edits; an exercise and a
                     check of the reader's answer), Cancel, Ping (each second
-                    once booted: is the worker answering?)
+                    once booted: is the worker answering?), LoadModels (fetch the model
+                    data now: a model widget is near the viewport, or the page is idle)
     worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
                     modules and the first changes' preparations are in; `failed`: what did
-                    not load), Step (a long
+                    not load), ModelsLoaded (the model data is in, or why not), Step (a long
                     call's progress), Reply (the call's end), Pong
+
+Loaded comes once the code's wheel and numpy are in: the calculators answer from then on.
+The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a wheel apart, fetched when
+the page sends LoadModels or a call of a widget that reads it (`needs_models`) comes first;
+that call waits for it.
 
 Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
 `versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of the
@@ -50,7 +56,7 @@ SCRIPTS = {"WORKER": "worker.js"}  # beside protocol.js and kernel.js
 TYPES = {
     "INIT": "init", "CANCEL": "cancel", "PING": "ping", "PONG": "pong",
     "PROGRESS": "event:progress", "LOADED": "event:loaded", "ERROR": "event:error", "WARM": "event:warm",
-    "STEP": "step", "REPLY": "reply",
+    "STEP": "step", "REPLY": "reply", "LOAD_MODELS": "models:load", "MODELS": "event:models",
 }
 CALLS = {"RUN": "run", "FIXED": "fixed", "TRAIN": "train", "SOURCE": "source", "EDITED": "edited",
          "EXERCISE": "exercise", "CHECK": "check"}
@@ -66,7 +72,8 @@ SCHEDULE = {
 
 # What worker.js calls in browser.py (the package's browser entry), and on the objects two of
 # them return (Pyodide's proxies add destroy()).
-ENTRIES = ("prepare", "WarmUp", "Run", "fixed", "source", "render_edited", "Trainer", "exercise", "check_exercise")
+ENTRIES = ("prepare", "WarmUp", "Run", "fixed", "source", "render_edited", "Trainer", "exercise", "check_exercise",
+           "needs_models")
 METHODS = {"WarmUp": ("advance",), "Run": ("advance",), "Trainer": ("advance",)}
 
 # ---- the calls: payload (page -> worker) and what the reply's `data` is ------------------
@@ -232,13 +239,20 @@ class MarkupAllowList(TypedDict):
     classes: list[str]
 
 
+class ModelData(TypedDict):
+    """The model data's wheel (bundle.MODEL_DATA), fetched apart from the code's."""
+    package: str  # as the lock names it
+    sha256: str
+
+
 class SiteConfig(TypedDict):
     """What the page needs to boot the worker (build_hooks/bundle.site_config, kernel.js)."""
     runtime: str  # the site's Pyodide folder, from the site's root
     lock: str  # its pyodide-lock.json, in that folder
     package: str  # the widgets' wheel, as the lock names it
     entry: str  # its browser entry module (browser.py)
-    sha256: str  # the wheel's: one build's kernel is not another's
+    sha256: str  # the wheel's: one build's kernel is not another's (nor are the model data's, below)
+    models: ModelData | None  # None: the site has no model data
     core: dict[str, str]  # Pyodide's files as served -> sha256 (export.py copies them)
     versions: dict[str, str]  # site path -> hash of the bytes of each file a script loads by URL (`?v=`)
     markup: MarkupAllowList
@@ -252,6 +266,11 @@ class Init(TypedDict):
     lockFileURL: str
     package: str  # the widgets' wheel, as the lock names it
     entry: str  # its browser entry module (browser.py)
+    models: str | None  # the model data's wheel, as the lock names it (None: none)
+
+
+class LoadModels(TypedDict):
+    type: Literal["models:load"]
 
 
 class Call(TypedDict):
@@ -289,6 +308,11 @@ class Warm(TypedDict):
     failed: list[str]
 
 
+class ModelsLoaded(TypedDict):
+    type: Literal["event:models"]
+    failed: str | None  # None: the model data is in; else why it is not
+
+
 class Step(TypedDict):
     type: Literal["step"]
     id: int
@@ -313,8 +337,8 @@ class Pong(TypedDict):
     type: Literal["pong"]
 
 
-TO_WORKER = Union[Init, Call, Cancel, Ping]
-FROM_WORKER = Union[Progress, Loaded, Error, Warm, Step, Replied, Failed, Pong]
+TO_WORKER = Union[Init, Call, Cancel, Ping, LoadModels]
+FROM_WORKER = Union[Progress, Loaded, Error, Warm, ModelsLoaded, Step, Replied, Failed, Pong]
 
 
 UNIONS = {"TWToWorker": TO_WORKER, "TWFromWorker": FROM_WORKER}

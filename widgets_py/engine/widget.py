@@ -99,6 +99,13 @@ class Widget:
     tables: Callable[[dict, Any], str] | None = None  # (params, state) -> html
     summary: str = ""  # one Catalan sentence: what the widget computes
     trainable: Trainable | None = None  # the reader can retrain its model (a button and a live curve)
+    models: bool = False  # reads the model data (trained weights, corpus, the WebAssembly kernel), which the
+    # browser fetches apart from the code, after the calculators are interactive (build_hooks/runtime/bundle.py)
+
+    def __post_init__(self) -> None:
+        if self.trainable is not None and not self.models:
+            raise ValueError(f"el widget '{self.name}' és entrenable (trainable): llegeix el model "
+                             f"'{self.trainable.model}', i cal declarar-ho amb models=True")
 
     @property
     def timed(self) -> frozenset[str]:

@@ -12,6 +12,8 @@
   const tw = window.tw;
   const TEXT = {
     loading: "Carregant Python al navegador…",
+    models: "Carregant el model… La figura és la calculada en construir la pàgina.",
+    modelsFailed: (why) => `No s'ha pogut carregar el model (${why}). La figura és la calculada en construir la pàgina.`,
     ready: "Interactiu: cada canvi es calcula amb Python al teu navegador.",
     bootFailed: (why) => `No s'ha pogut carregar Python (${why}). La figura és la calculada en construir la pàgina.`,
     timeout: "Python triga massa a carregar. La figura és la calculada en construir la pàgina.",
@@ -32,10 +34,15 @@
   // immediate, the reader sees it was taken (the worker may be busy with another widget, or
   // still importing the modules after the boot)
   const SLOW_MS = 80;
+  // The model data (kernel.js loadModels) is asked for when a widget that reads it comes within
+  // a screen of the viewport, or once the page's main thread is idle (at most this long after
+  // the calculators are interactive): never before, so it does not share the link with the boot
+  const NEAR = "100% 0px 100% 0px";
+  const IDLE_MS = 2000;
 
   const part = (w, cls) => w.querySelector(`.${cls}`);
-  /** @type {{kernel: TWKernel, widgets: HTMLElement[], lane: Map<HTMLElement, any>, trainers: any[], unsubscribe: () => void, rerun?: boolean} | null} */
-  let page = null; // {kernel, widgets, lane: Map(widget -> {busy, next}), trainers}
+  /** @type {{kernel: TWKernel, widgets: HTMLElement[], lane: Map<HTMLElement, any>, trainers: Map<HTMLElement, any>, unsubscribe: () => void, rerun?: boolean, near?: IntersectionObserver} | null} */
+  let page = null; // {kernel, widgets, lane: Map(widget -> {busy, next}), trainers: Map(widget -> its training block)}
 
   function setState(w, state, message, enabled = state === "ready") {
     w.dataset[DATA.STATE] = state;
@@ -172,12 +179,51 @@
     refreshFixed();
   }
 
+  /** Python is in: each widget goes live as soon as what it needs is there, the calculators
+   *  now, a widget that reads the model data (data-models) once that is in. */
   function markReady() {
-    page.widgets.forEach((w) => setState(w, "ready", TEXT.ready));
-    document.dispatchEvent(new Event("tw:idle")); // offline.js may now precache the site
-    page.trainers.forEach((t) => t.enable());
-    page.widgets.filter((w) => page.rerun || w.dataset[DATA.AUTORUN] || w.dataset.fromUrl || w.dataset.edited).forEach(request);
-    if (page.rerun) refreshFixed(); // a fresh worker has the shipped weights again (a retrain is gone)
+    const here = page;
+    const waiting = here.widgets.filter((w) => w.dataset[DATA.MODELS] && !here.kernel.models);
+    goLive(here, here.widgets.filter((w) => !waiting.includes(w)));
+    if (here.rerun) refreshFixed(); // a fresh worker has the shipped weights again (a retrain is gone)
+    if (!waiting.length) return document.dispatchEvent(new Event("tw:idle")); // offline.js may now precache the site
+    waiting.forEach((w) => {
+      setState(w, "loading", TEXT.models);
+      part(w, CLASS.PROGRESS).hidden = true; // the worker reports no fraction of it: the status says it
+    });
+    const stop = here.kernel.on((event) => {
+      if (event.type !== "model-data") return;
+      stop();
+      if (here.near) here.near.disconnect();
+      if (page === here) goLive(here, waiting);
+      document.dispatchEvent(new Event("tw:idle"));
+    });
+    const prior = here.unsubscribe;
+    here.unsubscribe = () => {
+      prior();
+      stop();
+      if (here.near) here.near.disconnect();
+    };
+    const ask = () => page === here && here.kernel.loadModels();
+    if (typeof IntersectionObserver !== "undefined") {
+      here.near = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && ask(), { rootMargin: NEAR });
+      waiting.forEach((w) => here.near.observe(w));
+    }
+    if (typeof requestIdleCallback === "function") requestIdleCallback(ask, { timeout: IDLE_MS });
+    else setTimeout(ask, IDLE_MS);
+  }
+
+  /** These widgets are interactive: each answers its controls (a model widget whose data
+   *  could not load says why, and shows its prerendered figure); those whose figure should be
+   *  recomputed (timed, from the URL, edited, after a restart) are. */
+  function goLive(here, widgets) {
+    const failed = here.kernel.models && here.kernel.models.failed;
+    widgets.forEach((w) => {
+      if (failed && w.dataset[DATA.MODELS]) return setState(w, "error", TEXT.modelsFailed(failed));
+      setState(w, "ready", TEXT.ready);
+      if (here.trainers.has(w)) here.trainers.get(w).enable();
+      if (here.rerun || w.dataset[DATA.AUTORUN] || w.dataset.fromUrl || w.dataset.edited) request(w);
+    });
   }
 
   function fail(error) {
@@ -215,7 +261,7 @@
     if (!tw.kernel.supported()) return widgets.forEach((w) => setState(w, "error", TEXT.unsupported));
 
     const kernel = tw.kernel.get(JSON.parse(configEl.dataset[DATA.CONFIG]));
-    const here = (page = { kernel, widgets, lane: new Map(), trainers: [], unsubscribe: () => {} });
+    const here = (page = { kernel, widgets, lane: new Map(), trainers: new Map(), unsubscribe: () => {} });
     widgets.forEach((w) => {
       here.lane.set(w, { busy: false, next: null, call: null });
       tw.addCopyButton(w);
@@ -225,7 +271,7 @@
         tw.showParams(w);
       }
       const trainer = tw.trainer.setup(w, { kernel: () => here.kernel, onTrained: afterTraining, onStopped: request });
-      if (trainer) here.trainers.push(trainer);
+      if (trainer) here.trainers.set(w, trainer);
       const form = part(w, CLASS.CONTROLS);
       form.addEventListener("submit", (e) => e.preventDefault());
       form.addEventListener("input", (e) => {

@@ -32,10 +32,12 @@
   class Kernel {
     /** @param {TWSiteConfig} config */
     constructor(config) {
-      this.sha256 = config.sha256;
+      this.sha256 = identity(config);
       this.failure = null; // a BootError once booting failed
       this.loaded = false;
       this.warm = null; // once the worker's warm-up is over: {failed: [what did not load]}
+      this.models = null; // once the model data is in, or could not be: {failed: null | why}
+      this.modelsAsked = false; // LOAD_MODELS sent (loadModels)
       this.progress = { message: "", fraction: 0 }; // the latest boot progress
       this.listeners = new Set(); // (event: {type, ...}) => void
       this.pending = new Map(); // id -> {resolve, reject, onStep}
@@ -74,7 +76,15 @@
       const lock = new URL(config.lock, runtime);
       lock.searchParams.set("v", this.versions[config.runtime + config.lock] || config.sha256.slice(0, 16));
       this.toWorker({ type: P.INIT, indexURL: runtime.href, lockFileURL: lock.href,
-                                package: config.package, entry: config.entry });
+                      package: config.package, entry: config.entry, models: config.models ? config.models.package : null });
+    }
+
+    /** Ask the worker for the model data now (once): a model widget is near the viewport, or
+     *  the page is idle (host.js). An event "model-data" says when it is in. */
+    loadModels() {
+      if (this.modelsAsked) return;
+      this.modelsAsked = true;
+      this.toWorker({ type: P.LOAD_MODELS });
     }
 
     /** A worker that runs `script`, started from a blob: URL: such a worker inherits this
@@ -124,7 +134,8 @@
 
     /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}
      *  | {type: "warm", failed} (the worker's warm-up is over: a first change pays nothing
-     *  more) | {type: "hung"} | {type: "alive"}
+     *  more) | {type: "model-data", failed} (the model data is in: failed null; or why not)
+     *  | {type: "hung"} | {type: "alive"}
      *  (the worker stopped, then resumed, answering pings). */
     on(listener) {
       this.listeners.add(listener);
@@ -171,6 +182,9 @@
       } else if (msg.type === P.WARM) {
         this.warm = { failed: msg.failed };
         this.emit({ type: "warm", ...this.warm });
+      } else if (msg.type === P.MODELS) {
+        this.models = { failed: msg.failed };
+        this.emit({ type: "model-data", ...this.models });
       } else if (msg.type === P.ERROR) {
         this.fail(new BootError("boot", msg.message));
       } else if (msg.type === P.PONG) {
@@ -207,10 +221,13 @@
 
   let current = null;
 
+  /** What tells one build's kernel from another's: its wheels' sha256. */
+  const identity = (/** @type {TWSiteConfig} */ config) => config.sha256 + (config.models ? config.models.sha256 : "");
+
   /** The visit's kernel for this site config: the running one if it serves the same bundle. */
   /** @param {TWSiteConfig} config */
   function get(config) {
-    if (current && current.sha256 === config.sha256 && !current.failure) return current;
+    if (current && current.sha256 === identity(config) && !current.failure) return current;
     if (current) current.terminate();
     current = new Kernel(config);
     return current;

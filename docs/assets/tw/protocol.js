@@ -15,11 +15,17 @@
 //
 //     page -> worker  Init, Call (a widget's run, its source and edits; an exercise and a
 //                     check of the reader's answer), Cancel, Ping (each second
-//                     once booted: is the worker answering?)
+//                     once booted: is the worker answering?), LoadModels (fetch the model
+//                     data now: a model widget is near the viewport, or the page is idle)
 //     worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
 //                     modules and the first changes' preparations are in; `failed`: what did
-//                     not load), Step (a long
+//                     not load), ModelsLoaded (the model data is in, or why not), Step (a long
 //                     call's progress), Reply (the call's end), Pong
+//
+// Loaded comes once the code's wheel and numpy are in: the calculators answer from then on.
+// The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a wheel apart, fetched when
+// the page sends LoadModels or a call of a widget that reads it (`needs_models`) comes first;
+// that call waits for it.
 //
 // Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
 // `versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of the
@@ -48,6 +54,8 @@
     WARM: "event:warm",
     STEP: "step",
     REPLY: "reply",
+    LOAD_MODELS: "models:load",
+    MODELS: "event:models",
     LAYOUT: "wide",
     PARTIAL_MS: 80,
     SHOW_MS: 200,
@@ -93,6 +101,7 @@
         STATE: "state",
         PARAMS: "params",
         AUTORUN: "autorun",
+        MODELS: "models",
         VALUE: "value",
         LAYOUT: "layout",
         GRID: "grid",

@@ -1,7 +1,10 @@
 // @ts-check
 // Web Worker: boots Pyodide, then loads the site's widgets_py wheel with Pyodide's own
 // loadPackage (which fetches numpy, its dependency, and checks both against the sha256 of
-// the site's pyodide-lock.json), and answers calls. The protocol is protocol.js.
+// the site's pyodide-lock.json), and answers calls. The model data (the mini-GPTs' weights,
+// the corpus, the WebAssembly kernel: a wheel apart, bundle.py) comes later, the same way:
+// when the page asks (LOAD_MODELS) or a call of a widget that reads it comes first, which
+// waits for it. The protocol is protocol.js.
 //
 // It runs in a worker that kernel.js starts from a blob: URL (so the page's policy holds it:
 // lockdown.js says why), which imports this file by its address, `self.twScript`; the single
@@ -31,16 +34,28 @@ const stopHere = Event.prototype.stopImmediatePropagation;
 const progress = (message, fraction) => send({ type: P.PROGRESS, message, fraction });
 const cancelled = new Set(); // ids of long calls asked to stop
 let entry = null; // the package's browser entry module (Run, fixed, source, render_edited, Trainer, exercise, check_exercise)
+let load = null; // (package name) => a promise that it is installed, checked against the lock
+let modelsPackage = null; // the model data's wheel, as the lock names it (null: the site has none)
+let models = null; // once asked for: a promise that the model data is installed (loadModels)
+let warming = null; // the warm-up so far: a promise of what failed in it
 
-async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
+async function boot({ indexURL, lockFileURL, package: name, entry: module, models: data }) {
   progress("Carregant l'intèrpret de Python…", 0.05);
   importScripts(indexURL + "pyodide.js");
   const py = await self.loadPyodide({ indexURL, lockFileURL, stdout: () => {}, stderr: () => {} });
+  load = async (/** @type {string} */ what) => {
+    const failures = [];
+    await py.loadPackage(what, { messageCallback: () => {}, errorCallback: (m) => failures.push(m) });
+    const why = failures.filter((m) => !m.trim().endsWith(":")); // drop Pyodide's "…while loading X:" headers
+    if (failures.length) throw new Error(`${what}: ${why.join("; ")}${await cause(lockFileURL)}`);
+  };
+  modelsPackage = data || null;
   progress("Carregant numpy i els widgets…", 0.6);
-  const failures = [];
-  await py.loadPackage(name, { messageCallback: () => {}, errorCallback: (m) => failures.push(m) });
-  const why = failures.filter((m) => !m.trim().endsWith(":")); // drop Pyodide's "…while loading X:" headers
-  if (failures.length) throw new Error(`${name}: ${why.join("; ")}${await cause(lockFileURL)}`);
+  await load(name);
+  // the single file answers every fetch from memory, from an origin (file:, "null") that the
+  // lock-down refuses: the model data it carries is installed now, before it (no download)
+  const carried = !self.twScript && modelsPackage !== null;
+  if (carried) await load(modelsPackage);
   importScripts(script("lockdown")); // from here on: this origin only, no eval, no storage (lockdown.js says why)
   self.twLockDown(self.location.origin, HERE); // relative URLs: from this file's address
   entry = py.pyimport(module);
@@ -48,24 +63,48 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module }) {
   // import the trimmed runtime left out is fetched from indexURL when first needed (on_miss.py)
   progress("A punt.", 1);
   send({ type: P.LOADED });
-  warmUp(); // not awaited: calls are answered from now on
+  // not awaited: calls are answered from now on; the page hears when it is over (WARM), unless
+  // the model data was asked for meanwhile: then after that data's own warm-up (loadModels)
+  warming = warmUp(false);
+  warming.then((failed) => models || send({ type: P.WARM, failed }));
+  if (carried) loadModels(true);
+}
+
+/** The model data, fetched and installed once (LOAD_MODELS, or the first call that needs it;
+ *  `installed`: it is in already); the page hears when it is in (MODELS), and the warm-up of
+ *  what reads it follows. */
+function loadModels(installed = false) {
+  if (models) return models;
+  models = modelsPackage && !installed ? load(modelsPackage) : Promise.resolve();
+  models.then(() => send({ type: P.MODELS, failed: null }), (error) => send({ type: P.MODELS, failed: lastLine(error) }));
+  const before = warming;
+  warming = Promise.all([before, models]).then(
+    async ([failed]) => [...failed, ...(await warmUp(true))],
+    async (error) => [...(await before), lastLine(error)], // it names the package
+  );
+  warming.then((failed) => send({ type: P.WARM, failed }));
+  return models;
 }
 
 /** What Python does while the reader reads (browser.WarmUp says what, in which order), a
- *  task per turn: calls go in between. At the end the page hears what failed (WARM):
- *  nothing, unless something is broken. */
-async function warmUp() {
-  const warm = entry.WarmUp();
+ *  task per turn: calls go in between. `withModels`: the part that reads the model data (it
+ *  is in), else the rest. What failed: nothing, unless something is broken. */
+async function warmUp(withModels) {
+  const warm = entry.WarmUp(withModels);
   try {
     for (;;) {
       await turn();
       const task = /** @type {TWWarmTask | TWWarmDone} */ (parse(warm.advance()));
-      if (task.done === true) return send({ type: P.WARM, failed: task.failed });
+      if (task.done === true) return task.failed;
     }
   } finally {
     warm.destroy();
   }
 }
+
+// the calls of a widget that may read the model data: it is loaded first if that widget does
+/** @type {Set<string>} */
+const NEEDS_MODELS = new Set([P.CALLS.RUN, P.CALLS.FIXED, P.CALLS.TRAIN, P.CALLS.EDITED]);
 
 /** Why the packages did not load: the network, or their bytes (Pyodide checks each against
  *  the sha256 of the site's lock, and says only "failed" either way). A HEAD request, which
@@ -178,9 +217,13 @@ self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ event) => {
     );
   } else if (msg.type === P.CANCEL) {
     cancelled.add(msg.id);
+  } else if (msg.type === P.LOAD_MODELS) {
+    if (await booted) loadModels().catch(() => {}); // the page hears how it went (MODELS)
   } else if (msg.type in CALLS && "payload" in msg) {
     if (!(await booted)) return; // the failure was already reported as an error event
     try {
+      const { widget } = /** @type {{widget?: string}} */ (msg.payload);
+      if (NEEDS_MODELS.has(msg.type) && widget !== undefined && entry.needs_models(widget)) await loadModels();
       send({ type: P.REPLY, id: msg.id, ok: true, data: await CALLS[msg.type](msg.payload, msg.id) });
     } catch (error) {
       send({ type: P.REPLY, id: msg.id, ok: false, error: lastLine(error) });
