@@ -38,6 +38,21 @@ def quiz_pages(site: Path) -> list[str]:
     return [p for p in chapter_pages(site) if 'class="tw-quiz"' in (site / p).read_text()]
 
 
+# The engine matrix (Firefox ESR, WebKitGTK: tests/test_engines.py) visits these pages, not every
+# page: the book's first chapter page, which places every kind of widget the book has, and
+# every page of the chapters the suite itself adds (tests/fixtures/book, the scaffold's), so
+# the matrix's time does not grow with the book. Checks that must see every page (axe, narrow
+# screens, CPython agreement) run on every page, once, in Chromium.
+REPRESENTATIVE = "cap15/index.html"
+
+
+def engine_pages(pages: list[str]) -> list[str]:
+    """Of `pages`, those the engine matrix visits (REPRESENTATIVE and the suite's chapters)."""
+    from conftest import SUITE_CHAPTERS
+
+    return [p for p in pages if p == REPRESENTATIVE or p.split("/", 1)[0] in SUITE_CHAPTERS]
+
+
 def twin_links(html: str) -> list[tuple[str, str]]:
     """(href, anchor) of each link to the same section in the other track."""
     return [(a or c, b or d) for a, b, c, d in TWIN.findall(html)]

@@ -64,6 +64,8 @@ def scaffold_into(project: Path) -> str:
 # writes, unchanged (test_scaffold.py).
 SCAFFOLDED = ("cap98", "esquelet_pesos")  # beside the fixture's cap99: numbers no chapter of the book takes
 SCAFFOLDED_EXERCISE = "esquelet_experts"  # an exercise of the same chapter
+# The chapters the suite adds to the book (the fixture's, the scaffold's): tests/book.engine_pages
+SUITE_CHAPTERS = (SCAFFOLDED[0], *sorted(p.name for p in (FIXTURE / "docs").iterdir() if p.is_dir()))
 # Once per process: a mutation run (benchmarks/mutation.py: mutmut) runs pytest several times
 # in one, and a second scaffold would find the first's widget already in the book.
 SCAFFOLD = next((Path(p).parent for p in widgets_py.__path__ if Path(p).parent.name.startswith("textbook-scaffold-")), None)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from book import chapter_pages, ids, quiz_pages, twin_links, widget_pages, widgets
+from book import REPRESENTATIVE, chapter_pages, engine_pages, ids, quiz_pages, twin_links, widget_pages, widgets
 from widgets_py import get, names
 from widgets_py.engine import registry
 
@@ -18,6 +18,18 @@ pytestmark = pytest.mark.build
 def test_the_fixture_chapter_is_part_of_the_site(site):
     assert {"cap15/index.html", "cap99/index.html", "cap99/sense-formules.html"} <= set(chapter_pages(site))
     assert {"cap15", "cap99"} <= set(registry.chapters())
+
+
+def test_the_engine_matrix_pages_do_not_grow_with_the_book(site):
+    """Firefox and WebKit visit chapter 15's first page and every page of the suite's own
+    chapters (book.engine_pages), whatever the number of chapters (issue 43)."""
+    pages = chapter_pages(site)
+    matrix = engine_pages(pages)
+    assert REPRESENTATIVE in matrix and {"cap98", "cap99"} <= {p.split("/")[0] for p in matrix}, matrix
+    assert [p for p in pages if p.startswith("cap99/")] == [p for p in matrix if p.startswith("cap99/")]
+    assert "cap15/sense-formules.html" in pages and "cap15/sense-formules.html" not in matrix
+    more = [f"cap{n}/{name}" for n in range(16, 46) for name in ("index.html", "sense-formules.html")]  # 30 more chapters
+    assert engine_pages(sorted(pages + more)) == matrix
 
 
 def test_every_registered_widget_is_placed_on_some_page_of_its_chapter(site):

@@ -79,32 +79,48 @@ def open_at(browser, url: str, width: int, **context):
     return ctx, page
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_pages_fit_the_screen_and_figures_are_readable(browser, server, site, width):
-    problems, measured = [], 0
+# after a resize: two frames, for the theme's and the page's resize listeners to lay out again
+RESIZED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def test_pages_fit_the_screen_and_figures_are_readable(browser, server, site):
+    """Each page opened once and measured at each width in turn (issue 43: one visit per page,
+    not one per page and width); the layouts switch by CSS (container and media queries), as
+    they do when a reader turns a tablet."""
+    problems, measured = [], dict.fromkeys(WIDTHS, 0)
     for path in chapter_pages(site):
-        ctx, page = open_at(browser, server + path, width)
+        ctx, page = open_at(browser, server + path, WIDTHS[0])
         try:
-            scroll = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
-            if scroll[0] != scroll[1]:
-                problems.append(f"{path} @ {width}px: the page scrolls sideways (scrollWidth {scroll[0]} > {scroll[1]})")
-            for wid, shown in page.evaluate(SHOWN_LAYOUTS):
-                expected = ["compact"] if width < PHONE else ["wide"]
-                if shown != expected:
-                    problems.append(f"{path} @ {width}px: {wid} shows {shown}, not {expected}")
-            texts = page.evaluate(FIGURE_TEXTS)
-            measured += len(texts)
-            for wid, layout, text, px, out in texts:
-                if width < PHONE and px < MIN_TEXT_PX:
-                    problems.append(f"{path} @ {width}px: {wid} ({layout}) «{text}» at {px} px")
-                if out:
-                    problems.append(f"{path} @ {width}px: {wid} ({layout}) «{text}» cut by the figure's edge")
-            for box in page.evaluate(SIDEWAYS_SCROLLERS):
-                problems.append(f"{path} @ {width}px: scrolls sideways, not focusable or named: {box}")
+            for width in WIDTHS:
+                page.set_viewport_size({"width": width, "height": 800})
+                page.evaluate(RESIZED)
+                problems += fit_problems(page, f"{path} @ {width}px", width, measured)
         finally:
             ctx.close()
-    assert measured > 100, f"only {measured} figure texts found"
+    assert all(n > 100 for n in measured.values()), f"figure texts found per width: {measured}"
     assert not problems, "\n".join(problems)
+
+
+def fit_problems(page, where: str, width: int, measured: dict[int, int]) -> list[str]:
+    """What does not fit the screen at `width` on the open page; counts its figure texts in `measured`."""
+    problems = []
+    scroll = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    if scroll[0] != scroll[1]:
+        problems.append(f"{where}: the page scrolls sideways (scrollWidth {scroll[0]} > {scroll[1]})")
+    for wid, shown in page.evaluate(SHOWN_LAYOUTS):
+        expected = ["compact"] if width < PHONE else ["wide"]
+        if shown != expected:
+            problems.append(f"{where}: {wid} shows {shown}, not {expected}")
+    texts = page.evaluate(FIGURE_TEXTS)
+    measured[width] += len(texts)
+    for wid, layout, text, px, out in texts:
+        if width < PHONE and px < MIN_TEXT_PX:
+            problems.append(f"{where}: {wid} ({layout}) «{text}» at {px} px")
+        if out:
+            problems.append(f"{where}: {wid} ({layout}) «{text}» cut by the figure's edge")
+    for box in page.evaluate(SIDEWAYS_SCROLLERS):
+        problems.append(f"{where}: scrolls sideways, not focusable or named: {box}")
+    return problems
 
 
 def test_controls_and_buttons_are_big_enough_to_touch(browser, server, site):
