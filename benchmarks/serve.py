@@ -51,8 +51,9 @@ def timed(serve: Serve, pages: list[str], change, token: str) -> tuple[float, fl
 
 def book_of(tree: Path, n: int, dest: Path) -> Path:
     """A synthetic book of n chapters made by `tree`'s own benchmarks/book.py (its code, its pages)."""
-    subprocess.run([sys.executable, str(tree / "benchmarks" / "book.py"), str(n), str(dest)], check=True,
-                   stdout=subprocess.DEVNULL)
+    make = ("import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; import book; "
+            f"book.synthetic_book({n}, Path({str(dest)!r}))")
+    subprocess.run([sys.executable, "-c", make], cwd=tree, check=True, stdout=subprocess.DEVNULL)
     return dest
 
 

@@ -59,8 +59,9 @@ def on_post_build(*, config, build) -> None:
     if build.is_serve:
         return
     site = Path(config["site_dir"])
+    shared: dict = {}  # the runtime's files and their packed form, the same in every chapter's file
     for folder in chapters(site):
-        export(site, folder, site / folder / FILE, kept_in=_cache())
+        export(site, folder, site / folder / FILE, kept_in=_cache(), shared=shared)
     cache.prune(_cache())  # an entry per edit of the package
 
 

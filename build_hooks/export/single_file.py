@@ -275,11 +275,14 @@ def _same(label: str, first: str, page: str, other: str, index: str) -> None:
                           "a chapter's pages must share their head and scripts to share one file")
 
 
-def export(site: Path, chapter: str, out: Path, *, kept_in: Path | None = None, say=lambda line: None) -> list[Part]:
+def export(site: Path, chapter: str, out: Path, *, kept_in: Path | None = None, say=lambda line: None,
+           shared: dict | None = None) -> list[Part]:
     """Write every page of `chapter` (a folder, e.g. cap15, or one of its pages) of the built
     `site` as one file `out`: the runtime once, each page's body once (the index's as it is,
     every other page's in a <template>), the one that ?pista=NAME names put in place of the
-    index's at load by export_tracks.js."""
+    index's at load by export_tracks.js. `shared`, a dict kept across the exports of one build:
+    what every chapter's file carries alike (the runtime's files, packed) is made once."""
+    shared = {} if shared is None else shared
     pages = chapter_pages(site, chapter)
     tracks = {page: track_name(page) for page in pages}
     first = (site / pages[0]).read_text()
@@ -324,7 +327,10 @@ def export(site: Path, chapter: str, out: Path, *, kept_in: Path | None = None, 
         # the boot goes before the first script after the title (protocol.js, then kernel.js)
         at = html.index("<script", html.index("</title>"))
         html = html[:at] + _script(boot) + html[at:]
-        files = {name: (data, "") for name, data in runtime_files(site, config, kept_in).items()}
+        runtime = json.dumps(config, sort_keys=True)
+        if runtime not in shared:
+            shared[runtime] = runtime_files(site, config, kept_in)
+        files = {name: (data, "") for name, data in shared[runtime].items()}
         editors = list(EDITOR.finditer(html))  # the code panel's editor, loaded when a panel opens or an exercise shows
         wanted = any('data-enabled="false"' not in m.group(0) for m in editors) or f'class="{Class.EXERCISE}"' in html
         if editors and wanted:
@@ -335,7 +341,10 @@ def export(site: Path, chapter: str, out: Path, *, kept_in: Path | None = None, 
             for m in reversed(editors):
                 html = html[:m.start(2)] + html[m.end(2):]  # set to a blob: URL by the boot
         for i, (name, (data, into)) in enumerate(sorted(files.items(), key=lambda kv: -len(kv[1][0])), 1):
-            packed = base64.b64encode(gzipped(data, kept_in)).decode()
+            key = ("packed", hashlib.sha256(data).hexdigest())
+            if key not in shared:
+                shared[key] = base64.b64encode(gzipped(data, kept_in)).decode()
+            packed = shared[key]
             target = f' data-url-into="{into}"' if into else ""
             payloads.append(f'<script type="{PAYLOAD_TYPE}" data-name="{escape(name)}" data-bytes="{len(data)}"{target}>{packed}</script>')
             parts.append(Part(name, len(data), len(packed) + 80))
