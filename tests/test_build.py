@@ -30,7 +30,7 @@ def test_pyodide_runtime_and_numpy_are_in_the_site(site):
     """The pinned files, python_stdlib.zip and numpy's wheel trimmed to bytecode: test_bytecode.py, test_trimmed_runtime.py."""
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     assert lock["info"]["version"] == assets.PYODIDE_VERSION
-    assert set(lock["packages"]) == {"numpy", "widgets-py"}
+    assert set(lock["packages"]) == {"numpy", "widgets-py", "widgets-py-models"}  # the code, and the model data apart
     for spec in lock["packages"].values():
         assert assets.sha256((site / "pyodide" / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
 
@@ -56,9 +56,13 @@ def check_prerendered(site, page):
     entry = json.loads((runtime / config["lock"]).read_text())["packages"][config["package"]]
     wheel = (runtime / entry["file_name"]).read_bytes()
     assert assets.sha256(wheel) == entry["sha256"] == config["sha256"]  # what loadPackage checks
-    with zipfile.ZipFile(io.BytesIO(wheel)) as z:  # code, weights and corpus as package data
-        assert {"widgets_py/engine/browser.py", "widgets_py/maths/weights/manifest.json", "widgets_py/maths/data/ca.txt"} <= set(z.namelist())
-        assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in z.infolist())  # no build time in the bytes
+    lock = json.loads((runtime / config["lock"]).read_text())["packages"]
+    data = lock[config["models"]["package"]]  # the model data, a wheel apart (bundle.py)
+    assert assets.sha256((runtime / data["file_name"]).read_bytes()) == data["sha256"] == config["models"]["sha256"]
+    with zipfile.ZipFile(io.BytesIO(wheel)) as z, zipfile.ZipFile(runtime / data["file_name"]) as d:
+        assert "widgets_py/engine/browser.py" in z.namelist() and "widgets_py/maths/data/ca.txt" not in z.namelist()
+        assert {"widgets_py/maths/weights/manifest.json", "widgets_py/maths/data/ca.txt"} <= set(d.namelist())
+        assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in z.infolist() + d.infolist())  # no build time in the bytes
 
 
 def test_every_live_number_equals_cpython(site):

@@ -106,7 +106,7 @@ const [runtime, script] = process.argv.slice(2);
 const { loadPyodide } = require(runtime + "/pyodide.js");
 (async () => {
   const py = await loadPyodide({ indexURL: runtime + "/", lockFileURL: runtime + "/pyodide-lock.json" });
-  await py.loadPackage("widgets-py", { messageCallback: () => {} });
+  await py.loadPackage(["widgets-py", "widgets-py-models"], { messageCallback: () => {} }); // code, model data
   console.log(py.runPython(require("fs").readFileSync(script, "utf8")));
 })().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
 """  # node: boot a site's runtime, install the widgets, print what a script returns (test_trimmed_runtime too)

@@ -42,11 +42,15 @@ def on_config(config, *, build):
 
 
 def on_page_markdown(markdown: str, *, page, config, files, build) -> str:
-    names = [d.args.split()[0] for d in directives.scan(markdown) if d.kind == "exercise"]
-    code = [m.span() for m in directives.CODE.finditer(markdown)]
+    code = [m.span() for m in directives.CODE.finditer(markdown)] if PROGRESS in markdown else []
     at = [m.start() for m in re.finditer(re.escape(PROGRESS), markdown) if not any(a <= m.start() < b for a, b in code)]
     if not at:
         return markdown  # none, or only inside code (a page that shows how to write one)
+    # a bad directive is reported by prerender.py, which runs next, with its page and line
+    try:
+        names = [d.args.split()[0] for d in directives.scan(markdown) if d.kind == "exercise"]
+    except directives.DirectiveError:
+        return markdown
     if not names:
         line = markdown[:at[0]].count("\n") + 1 + directives.line_offset(page.file.abs_src_path, markdown)
         raise PluginError(f"{directives.source(page)}:{line}: {PROGRESS} en una pàgina sense exercicis; "
