@@ -202,13 +202,6 @@ def handler(site: Path, no_sw: bool = False):
                 return self.reply(html, "text/html; charset=utf-8")
             return super().do_GET()
 
-        def reply(self, body: bytes, kind: str):
-            self.send_response(200)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
     return functools.partial(Instrumented, directory=str(site))
 
 

@@ -136,6 +136,15 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep pytest output readable
         pass
 
+    def reply(self, body: bytes, kind: str | None = None) -> None:
+        """Answer 200 with `body` made here (an instrumented page, a rewritten script) as `kind`,
+        by default the type of the path asked for."""
+        self.send_response(200)
+        self.send_header("Content-Type", kind or self.guess_type(self.path.split("?")[0]))
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
 
 @pytest.fixture(scope="session")
 def server(site, port):

@@ -165,13 +165,6 @@ class Served:
                         return self.reply(engines.with_probe(f.read()), "text/html; charset=utf-8")
                 return super().do_GET()
 
-            def reply(self, body: bytes, kind: str):
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(site)))
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.httpd.server_port}/"

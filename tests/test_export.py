@@ -260,11 +260,10 @@ def test_the_files_stdlib_leaves_out_what_a_file_cannot_run_unless_imported():
 
 @pytest.mark.build
 def test_the_files_stdlib_is_the_whole_but_the_unrunnable(site):
-    import base64
     import gzip
 
     single = (site / FILE).read_text()
     packed = re.search(r'data-name="python_stdlib.zip"[^>]*>([^<]+)<', single).group(1)
-    names = single_file.top_names(gzip.decompress(base64.b64decode(packed)))
+    names = single_file.top_names(gzip.decompress(single_file.decode85(packed)))
     assert {"statistics", "fractions", "decimal", "json", "unittest", "pydoc"} <= names  # what a reader's edit may import
     assert not names & single_file.UNRUNNABLE

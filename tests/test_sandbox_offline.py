@@ -59,13 +59,6 @@ class Mounted:
                 self.send_header("Cache-Control", "no-store")
                 super().end_headers()
 
-            def reply(self, body: bytes):
-                self.send_response(200)
-                self.send_header("Content-Type", self.guess_type(self.path.split("?")[0]))
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory="/nonexistent"))
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.httpd.server_port}/"

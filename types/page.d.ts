@@ -15,3 +15,4 @@ interface Navigator {
 
 declare const __EXPORT__: any; // build_hooks/export/single_file.py writes the single file's payload here
 declare const __TRACKS__: { param: string; attr: string; default: string }; // single_file.py: the ?pista= parameter, the templates' attribute, the default track
+declare function twDecode85(text: string): Uint8Array<ArrayBuffer>; // build_hooks/export/export_decode.js, run before the script that calls it

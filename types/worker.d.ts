@@ -14,3 +14,4 @@ interface WorkerGlobalScope {
 declare const __VERSION__: string; // build_hooks/hosting/offline.py fills sw.js's template
 declare const __FILES__: Record<string, string>;
 declare const __NOT_FOUND__: string;
+declare function twDecode85(text: string): Uint8Array<ArrayBuffer>; // build_hooks/export/export_decode.js, run before the script that calls it

@@ -4,7 +4,7 @@
 // it from: `tw.embedded.worker()` starts one from a Blob URL (export_worker.js, then the
 // site's worker.js) and, once the document is parsed, posts the worker the compressed
 // payloads that the file carries in <script type="application/x-tw-payload"> elements
-// (base64 of gzip).
+// (gzip, in base 85: export_decode.js, which the file runs just before this script).
 //
 // From file:// the page's origin and its worker's are opaque, and engines disagree on whose
 // blob: URLs the worker may load: Chromium (and Firefox) load those the worker made and
@@ -17,7 +17,7 @@
 (() => {
   "use strict";
   const tw = (window.tw ||= /** @type {TW} */ ({}));
-  const EXPORT = __EXPORT__; // {sources: {name: text}, prelude, entry, payloadType, FILES, SCRIPTS}
+  const EXPORT = __EXPORT__; // {sources: {name: text}, decoder, prelude, entry, payloadType, FILES, SCRIPTS}
 
   /** @returns {HTMLScriptElement[]} */
   const elements = () => [...document.querySelectorAll(`script[type="${EXPORT.payloadType}"]`)].map((el) => /** @type {HTMLScriptElement} */ (el));
@@ -28,7 +28,7 @@
 
   /** The worker's files, as they are in the file (the worker unpacks them). */
   function payloads() {
-    return forWorker().map((el) => ({ name: el.dataset.name, base64: el.textContent }));
+    return forWorker().map((el) => ({ name: el.dataset.name, text: el.textContent }));
   }
 
   /** The payloads that are scripts, unpacked here: {name: blob: URL}. */
@@ -38,9 +38,8 @@
     return Object.fromEntries(scripts.map((el, i) => [el.dataset.name, urls[i]]));
   }
 
-  async function unpack(base64) {
-    const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64) : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-    return new Response(new Response(/** @type {Uint8Array<ArrayBuffer>} */ (packed)).body.pipeThrough(new DecompressionStream("gzip"))).blob();
+  async function unpack(text) {
+    return new Response(new Response(twDecode85(text)).body.pipeThrough(new DecompressionStream("gzip"))).blob();
   }
 
   /** A page-side script loaded on demand (the code panel's editor): data-url-into="ID:KEY"
@@ -60,7 +59,7 @@
     const scripts = Object.fromEntries(Object.keys(EXPORT.sources).filter(isScript).map((name) => [name, scriptURL(EXPORT.sources[name])]));
     const setup = `self.twExport = ${JSON.stringify({ sources: EXPORT.sources, scripts, FILES: EXPORT.FILES,
                                                       SCRIPTS: EXPORT.SCRIPTS, ERROR: tw.protocol.ERROR })};\n`;
-    const code = [setup, EXPORT.sources[EXPORT.prelude], EXPORT.sources[EXPORT.entry]].join("\n");
+    const code = [setup, EXPORT.sources[EXPORT.decoder], EXPORT.sources[EXPORT.prelude], EXPORT.sources[EXPORT.entry]].join("\n");
     const w = new Worker(scriptURL(code));
     const send = () => {
       w.postMessage({ type: EXPORT.FILES, files: payloads() });

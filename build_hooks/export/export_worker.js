@@ -4,7 +4,8 @@
 // Everything the worker would load comes from memory instead:
 // - importScripts(any URL) and fetch(any URL) are answered by file name (the last path
 //   segment, query dropped) from the files the page sent: worker.js and its scripts as text,
-//   Pyodide's runtime, numpy, the widgets wheel and the lock as gzip payloads, unpacked here
+//   Pyodide's runtime, numpy, the widgets wheel and the lock as gzip payloads in base 85
+//   (twDecode85: export_decode.js, which the page puts before this prelude), unpacked here
 //   with the browser's DecompressionStream (from the bytes: WebKit cannot read a Blob here
 //   either). A name the file does not hold is an error, never a request: nothing here can
 //   reach the network or the disk.
@@ -72,10 +73,9 @@
     throw error;
   }
 
-  async function unpack({ name, base64 }) {
-    const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(base64) : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  async function unpack({ name, text }) {
     // from the bytes, not through a Blob: WebKit cannot read a Blob in this worker either
-    const stream = new Response(/** @type {Uint8Array<ArrayBuffer>} */ (packed)).body.pipeThrough(new DecompressionStream("gzip"));
+    const stream = new Response(twDecode85(text)).body.pipeThrough(new DecompressionStream("gzip"));
     files.set(name, new Uint8Array(await new Response(stream).arrayBuffer()));
   }
 
