@@ -23,8 +23,9 @@
 // The page's list of exercises (md:exercicis, build_hooks/pages/exercises.py) marks the solved
 // ones and counts them; its «Esborra el progrés» (asked twice) starts every exercise again.
 //
-// Each editor is made when its exercise nears the viewport (whenNear): until then the built
-// <pre> shows the starter, and a check sends the code kept.
+// Each editor is made when its exercise nears the viewport, or once the page's widgets are all
+// interactive (whenNear): until then the built <pre> shows the starter, and a check sends the
+// code kept.
 //
 // Progress (the code, solved or not, hints shown, tried) is kept in localStorage per page and
 // exercise, over http(s) only: from disk (file://) every file shares that storage, as for the
@@ -352,18 +353,24 @@
 
   const made = new WeakMap(); // exercise element -> its Exercise
 
-  /** `then()` once `el` comes within a screen of the viewport (host.js's NEAR, as for the model
-   *  data), at once where that cannot be watched. The editor bundle (CodeMirror, 230 KB on the
-   *  wire) is the page's largest script: fetched at load it shared the link with Python's boot,
-   *  for exercises that sit below the widgets (issue 44). */
+  /** `then()` once `el` comes within a screen of the viewport (host.js's NEAR), or once the
+   *  page's widgets are all interactive (host.js's tw:idle, when the offline copy is fetched
+   *  too), as for the model data; at once where that cannot be watched. The editor bundle
+   *  (CodeMirror, 230 KB on the wire) is the page's largest script: fetched at load it shared
+   *  the link with Python's boot, for exercises that sit below the widgets (issue 44). */
   function whenNear(el, then) {
     if (typeof IntersectionObserver === "undefined" || !tw.host) return then();
-    const near = new IntersectionObserver((entries) => {
-      if (!entries.some((e) => e.isIntersecting)) return;
+    let near = null;
+    const once = () => {
+      if (!near) return;
       near.disconnect();
+      near = null;
+      document.removeEventListener("tw:idle", once);
       then();
-    }, { rootMargin: tw.host.NEAR });
+    };
+    near = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && once(), { rootMargin: tw.host.NEAR });
     near.observe(el);
+    document.addEventListener("tw:idle", once);
   }
 
   /** The page's list of exercises: each solved one marked, the count in its status line. */
