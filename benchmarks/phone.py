@@ -1,6 +1,6 @@
 """The phone profile (issue 28 §1): a chapter's cold visit as a mid-range phone gets it.
 
-    .venv/bin/python benchmarks/phone.py [--page cap15/index.html] [--rounds 3] [--before] [--versus SITE]
+    .venv/bin/python benchmarks/phone.py [--page cap15/index.html] [--rounds 3] [--before] [--versus SITE] [--inventory]
 
 A 390 x 844 CSS px touch viewport, the page's CPU slowed 4x (CDP Emulation.setCPUThrottlingRate),
 and a network shaped on the server's side, so that the worker's downloads (Pyodide, numpy, the
@@ -17,7 +17,9 @@ imports numpy, what any page with Python pays; each figure is printed as a ratio
 With `--before`, the same for the same build with its runtime laid out as before trim.py
 (whole standard library and numpy, bytecode beside the sources: budget.layout_before), the
 two in turn in every round; with `--versus DIR`, another built site's chapter (another
-branch's: before and after a change, in the same run).
+branch's: before and after a change, in the same run). With `--inventory`, every response of
+each one's last visit: by group and by URL, its bytes on the wire before the first widget
+answered, and when it was sent.
 """
 
 from __future__ import annotations
@@ -92,16 +94,24 @@ class Link:
     def reset(self) -> None:
         self.wire = self.raw = 0
         self.marked: int | None = None  # the bytes on the wire when the page first asked for MARK
+        self.marked_at: float | None = None  # and when, in s since reset()
+        self.began = time.monotonic()
+        self.log: list[dict] = []  # one entry per response: what, its bytes (on the wire, before MARK), when
 
-    def send(self, out, data: bytes) -> None:
+    def send(self, out, data: bytes, path: str) -> None:
+        entry = {"path": path, "wire": len(data), "before": 0, "start": time.monotonic() - self.began}
+        self.log.append(entry)
         for i in range(0, len(data), CHUNK):
             piece = data[i:i + CHUNK]
             with self.lock:
                 start = max(self.free_at, time.monotonic())
                 self.free_at = start + len(piece) / self.rate
                 self.wire += len(piece)
+                if self.marked is None:
+                    entry["before"] += len(piece)
             time.sleep(max(0.0, start + len(piece) / self.rate - time.monotonic()))
             out.write(piece)
+        entry["end"] = time.monotonic() - self.began
 
 
 def handler(link: Link, floor: bytes):
@@ -110,17 +120,19 @@ def handler(link: Link, floor: bytes):
 
         def do_GET(self):
             if self.path.startswith(MARK):  # not shaped, not counted
-                if link.marked is None:
-                    link.marked = link.wire
+                with link.lock:
+                    if link.marked is None:
+                        link.marked = link.wire
+                        link.marked_at = time.monotonic() - link.began
                 return self.reply(b"", "text/plain")
             if self.path.startswith(FLOOR):
                 time.sleep(LATENCY)
                 link.raw += len(floor)
                 self.reply(b"", "text/html", len(floor))
-                return link.send(self.wfile, floor)
+                return link.send(self.wfile, floor, self.path)
             data = self.send_head_shaped()
             if data is not None:
-                link.send(self.wfile, data)
+                link.send(self.wfile, data, self.path)
 
         def send_head_shaped(self):
             """send_head, with the body read whole: gzip it (and say so) where a host would."""
@@ -209,6 +221,9 @@ def main() -> None:
     ap.add_argument("--site", help="a site already built (default: build one)")
     ap.add_argument("--before", action="store_true",
                     help="also the same build with the runtime laid out as before trim.py, in turn (issue 33)")
+    ap.add_argument("--inventory", action="store_true",
+                    help="also every response of the last round, by group: its bytes on the wire, those "
+                         "sent before the first widget answered, and when")
     ap.add_argument("--versus", help="also this other built site (another branch's, say), in turn: its chapter "
                                      "beside the same floor")
     args = ap.parse_args()
@@ -250,7 +265,8 @@ def main() -> None:
                 link, _, origin = served[server]
                 link.reset()
                 run = how(browser, origin + path.lstrip("/"))
-                runs[name].append(run | {"wire": link.wire, "raw": link.raw, "wire_first": link.marked})
+                runs[name].append(run | {"wire": link.wire, "raw": link.raw, "wire_first": link.marked,
+                                         "log": link.log, "marked_at": link.marked_at})
         browser.close()
     for _, httpd, _ in served.values():
         httpd.shutdown()
@@ -263,6 +279,11 @@ def main() -> None:
             print(f"\n{name}: " + {"after": f"the site as built ({site})", "before": "the runtime before trim.py",
                                    "versus": f"the other site ({args.versus})"}[name])
         print_runs(runs[name], runs["floor"])
+        if args.inventory:
+            print_inventory(runs[name][-1])
+    if args.inventory:
+        print("\nfloor:")
+        print_inventory(runs["floor"][-1])
 
 
 def print_runs(runs: list[dict], floor: list[dict]) -> None:
@@ -293,6 +314,50 @@ def print_runs(runs: list[dict], floor: list[dict]) -> None:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
+
+
+GROUPS = (  # (group, what a path starts with, after the site's root), in the order they are tried
+    ("Pyodide + stdlib", ("pyodide/pyodide", "pyodide/python_stdlib")),
+    ("numpy", ("pyodide/numpy-",)),
+    ("widgets code wheel", ("pyodide/widgets_py-",)),
+    ("widgets sources wheel", ("pyodide/widgets_py_sources-",)),
+    ("model data wheel", ("pyodide/widgets_py_models-",)),
+    ("lock", ("pyodide/",)),
+    ("code editor (CodeMirror)", ("assets/tw/editor/",)),
+    ("site scripts + css", ("assets/tw/",)),
+    ("search (index, worker, lunr)", ("search/", "assets/javascripts/workers/", "assets/javascripts/lunr/")),
+    ("theme (Material)", ("assets/",)),
+    ("floor page", (FLOOR.lstrip("/"),)),
+)
+
+
+def group_of(path: str) -> str:
+    path = path.split("?")[0].lstrip("/")
+    for name, prefixes in GROUPS:
+        if path.startswith(prefixes):
+            return name
+    return "pages and the rest" if not path.endswith(".xml") else "sitemap"
+
+
+def print_inventory(run: dict) -> None:
+    """Every response of one visit: by group, the bytes on the wire and those sent before the
+    first widget answered (MARK), then each response that sent bytes before it, with when it
+    began and ended (s since the navigation)."""
+    mark = run["marked_at"]
+    print(f"  inventory (the last round; the first widget answered at {mark if mark is None else f'{mark:.2f}'} s "
+          f"on the server's clock):")
+    groups: dict[str, list[int]] = {}
+    for e in run["log"]:
+        g = groups.setdefault(group_of(e["path"]), [0, 0])
+        g[0] += e["wire"]
+        g[1] += e["before"]
+    for name, (wire, before) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
+        print(f"    {name:<30} {before / 1e3:8.1f} KB before the first widget  ({wire / 1e3:8.1f} KB in all)")
+    print(f"    {'total':<30} {sum(g[1] for g in groups.values()) / 1e3:8.1f} KB before the first widget  "
+          f"({sum(g[0] for g in groups.values()) / 1e3:8.1f} KB in all)")
+    for e in sorted(run["log"], key=lambda e: e["start"]):
+        if e["before"]:
+            print(f"      {e['start']:6.2f}-{e.get('end', float('nan')):6.2f} s  {e['before'] / 1e3:8.1f} KB  {e['path']}")
 
 
 def each(runs: list[dict], key: str) -> str:

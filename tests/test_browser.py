@@ -235,26 +235,37 @@ window.Worker = new Proxy(Native, { construct(target, args, newTarget) {
 
 def test_search_index_waits_for_python_or_for_the_reader(browser, server):
     """On a widget page Material's search worker (its index build, ~0.6 s of CPU) starts once
-    Python is ready, or at once when the reader opens search: not during Python's boot."""
+    Python is ready, or at once when the reader opens search: not during Python's boot; nor is
+    its index downloaded before then (issue 44: it shared a phone's link with the boot)."""
     context = browser.new_context(service_workers="block")
     context.route("**/pyodide/pyodide.asm.wasm", lambda route: None)  # Python's boot held, never answered
     page = context.new_page()
     page.add_init_script(WORKERS_STARTED)
+    index = []
+    page.on("request", lambda r: "/search/search_index.json" in r.url and index.append(r.url))
     page.goto(server + PAGE)
+    page.wait_for_load_state("load")
     page.wait_for_timeout(1000)
     started = lambda: [u for u in page.evaluate("window.twWorkers") if "/workers/search." in u]  # noqa: E731
-    assert page.locator(READY).count() == 0 and started() == []
+    assert page.locator(READY).count() == 0 and started() == [] and index == []
     page.focus("input.md-search__input")
     page.keyboard.type("prefill")
     page.wait_for_selector(".md-search-result__item", timeout=20_000)
-    assert len(started()) == 1
+    assert len(started()) == 1 and len(index) == 1
     context.close()
     context = browser.new_context(service_workers="block")
     page = context.new_page()
     page.add_init_script(WORKERS_STARTED)
+    index = []
+    page.on("request", lambda r: "/search/search_index.json" in r.url and index.append(r.url))
     page.goto(server + PAGE)
     page.wait_for_selector(READY, timeout=BOOT_MS)
     page.wait_for_function("() => window.twWorkers.some(u => u.includes('/workers/search.'))", timeout=5_000)
+    page.wait_for_timeout(500)
+    assert len(index) == 1
+    page.focus("input.md-search__input")
+    page.keyboard.type("prefill")
+    page.wait_for_selector(".md-search-result__item", timeout=20_000)
     context.close()
 
 

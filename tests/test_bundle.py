@@ -7,6 +7,7 @@ import json
 import re
 import zipfile
 
+import pytest
 from pyodide_lock import PyodideLockSpec
 
 from build_hooks.runtime import assets, bundle
@@ -64,3 +65,22 @@ def test_protocol_constants_are_written_once():
         js = (ROOT / "docs" / "assets" / "tw" / script).read_text()
         for t in types:
             assert f'"{t}"' not in js, (script, t)
+
+
+def test_the_worker_s_modules_ship_as_bytecode_alone_and_their_source_apart():
+    """assemble.sourceless: a module with bytecode goes where Python's sourceless loader finds it
+    (`pkg/mod.pyc`), its source to the sources' wheel; a module without, as source; bytecode of
+    no file of the package is refused."""
+    from build_hooks.runtime import assemble
+
+    code, _ = bundle.split(bundle.package_files())
+    pycs = {"widgets_py/engine/__pycache__/fmt.cpython-312.pyc": b"fmt", "widgets_py/__pycache__/__init__.cpython-312.pyc": b"i"}
+    members, apart = assemble.sourceless(code, pycs)
+    assert members == {"widgets_py/engine/fmt.pyc": b"fmt", "widgets_py/__init__.pyc": b"i"}
+    assert apart == {n: code[n] for n in ("widgets_py/engine/fmt.py", "widgets_py/__init__.py")}
+    with pytest.raises(AssertionError, match="gone.pyc"):  # bytecode of a file the package does not have
+        assemble.sourceless(code, {"widgets_py/engine/__pycache__/gone.cpython-312.pyc": b""})
+    lock = PyodideLockSpec(**json.loads(bundle.lock(bundle.make_wheel(code), models=None,
+                                                    sources=bundle.make_wheel(apart, name=bundle.SOURCES_NAME))))
+    lock.check_wheel_filenames()
+    assert lock.packages[bundle.SOURCES_KEY].depends == [] and lock.packages[bundle.SOURCES_KEY].imports == []

@@ -67,17 +67,23 @@ def test_the_site_serves_the_pinned_archives_and_bytecode_of_what_the_worker_imp
         assert assets.sha256((runtime / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
     stdlib = members((runtime / "python_stdlib.zip").read_bytes())
     numpy = members((runtime / lock["packages"]["numpy"]["file_name"]).read_bytes())
-    ours = [n for n in members((runtime / lock["packages"]["widgets-py"]["file_name"]).read_bytes()) if n.endswith(".pyc")]
+    code = members((runtime / lock["packages"]["widgets-py"]["file_name"]).read_bytes())
+    ours = [n for n in code if n.endswith(".pyc")]
     if shutil.which("node"):  # CI has node: the bytecode must be there
         for pyc in ("json/__init__.pyc", "_pyodide/_base.pyc", "typing.pyc"):
             assert stdlib[pyc][:4] == MAGIC_312 and int.from_bytes(stdlib[pyc][4:8], "little") == CHECKED_HASH, pyc
         assert numpy["numpy/__init__.pyc"][:4] == MAGIC_312
-        assert f"widgets_py/engine/__pycache__/browser.{bytecode.TAG}.pyc" in ours
+        # our modules as bytecode alone, their source in the wheel apart that the worker fetches when read
+        sources = members((runtime / lock["packages"]["widgets-py-sources"]["file_name"]).read_bytes())
+        assert "widgets_py/engine/browser.pyc" in ours and "widgets_py/engine/browser.py" not in code
+        assert code["widgets_py/engine/browser.pyc"][:4] == MAGIC_312
+        assert {n + "c" for n in sources if n.endswith(".py")} == set(ours) and not any("__pycache__" in n for n in code)
         assert assets.sha256((runtime / trim.STDLIB_FULL).read_bytes()) == assets.PINNED["python_stdlib.zip"]
         assert assets.sha256((runtime / assets.NUMPY_WHEEL).read_bytes()) == assets.PINNED[assets.NUMPY_WHEEL]
     else:
         assert assets.sha256((runtime / "python_stdlib.zip").read_bytes()) == assets.PINNED["python_stdlib.zip"]
         assert lock["packages"]["numpy"]["sha256"] == assets.PINNED[assets.NUMPY_WHEEL] and not ours
+        assert "widgets-py-sources" not in lock["packages"]  # every source in the code's wheel
 
 
 CHECK = """\
@@ -102,14 +108,15 @@ json.dumps({"booted_from_source": booted, "compiled": compiled, "loaded": len(sy
 """
 
 RUN = """\
-const [runtime, script] = process.argv.slice(2);
+const [runtime, script, ...more] = process.argv.slice(2);
 const { loadPyodide } = require(runtime + "/pyodide.js");
 (async () => {
   const py = await loadPyodide({ indexURL: runtime + "/", lockFileURL: runtime + "/pyodide-lock.json" });
-  await py.loadPackage(["widgets-py", "widgets-py-models"], { messageCallback: () => {} }); // code, model data
+  await py.loadPackage(["widgets-py", "widgets-py-models", ...more], { messageCallback: () => {} }); // code, model data
   console.log(py.runPython(require("fs").readFileSync(script, "utf8")));
 })().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
-"""  # node: boot a site's runtime, install the widgets, print what a script returns (test_trimmed_runtime too)
+"""  # node: boot a site's runtime, install the widgets (and the packages named after the script), print
+# what the script returns (test_trimmed_runtime too)
 
 
 @pytest.mark.build
@@ -139,12 +146,13 @@ def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, 
     monkeypatch.setattr(assets, "fetch", files.__getitem__)
     assert bytecode.runtime({"pyodide.js": b""}, b"{}") is None
     assert "no bytecode compiled" in capsys.readouterr().err
-    core, numpy, wheel, models = assemble.assemble(is_serve=False)
+    core, numpy, wheel, models, sources = assemble.assemble(is_serve=False)
     assert {name: assets.sha256(data) for name, data in core.items()} == {
         name: digest for name, digest in assets.PINNED.items() if name != assets.NUMPY_WHEEL}
     assert (numpy.file_name, numpy.sha256) == (assets.NUMPY_WHEEL, assets.PINNED[assets.NUMPY_WHEEL])
     code, data = bundle.split(bundle.package_files())
     assert (wheel, models) == (bundle.make_wheel(code), bundle.make_wheel(data, name=bundle.MODELS_NAME))
+    assert sources is None  # no bytecode: every source stays in the code's wheel
 
 
 @pytest.mark.build

@@ -38,6 +38,9 @@ def open_panel(page, sel=SEL):
 
 
 def editor_text(page, sel=SEL) -> str:
+    """The panel's text, once it has one: a fresh worker (after «Restaura», «Atura») is asked
+    for the module again, its source fetched again (worker.js)."""
+    page.wait_for_function("s => window.tw.codepanel.text(document.querySelector(s)) !== null", arg=sel, timeout=BOOT_MS)
     return page.eval_on_selector(sel, "w => window.tw.codepanel.text(w)")
 
 
@@ -63,9 +66,36 @@ def assert_edited_matches_cpython(page, code: str, sel=SEL):
 
 
 def shipped_module(site, module: str) -> str:
-    (wheel,) = (site / "pyodide").glob("widgets_py-*.whl")
-    with zipfile.ZipFile(io.BytesIO(wheel.read_bytes())) as z:
-        return z.read(module.replace(".", "/") + ".py").decode()
+    """The module's source as the site ships it: in the sources' wheel (bundle.py), else the code's."""
+    name = module.replace(".", "/") + ".py"
+    for wheel in sorted((site / "pyodide").glob("widgets_py*.whl")):
+        with zipfile.ZipFile(io.BytesIO(wheel.read_bytes())) as z:
+            if name in z.namelist():
+                return z.read(name).decode()
+    raise KeyError(f"{name} in no wheel of {site / 'pyodide'}")
+
+
+def test_the_source_is_fetched_when_a_panel_first_opens(watched, server, site):
+    """The code's wheel ships the worker's modules as bytecode alone; their source, a wheel apart
+    (bundle.py), is fetched when a panel first opens, once, and not while Python boots (issue 44)."""
+    from build_hooks.runtime import bundle
+    from conftest import KERNEL_WARM
+
+    lock = json.loads((site / bundle.RUNTIME_DIR / bundle.LOCK).read_text())
+    if bundle.SOURCES_KEY not in lock["packages"]:
+        pytest.skip("no node: no bytecode, so every source is in the code's wheel")
+    wheel = lock["packages"][bundle.SOURCES_KEY]["file_name"]
+    fetched = lambda: [u for u in watched.requests if urlsplit(u).path.endswith("/" + wheel)]  # noqa: E731
+    page = watched.page
+    page.goto(server + PAGE)
+    ready(page)
+    page.wait_for_function(KERNEL_WARM, timeout=BOOT_MS)  # the warm-up too reads no source
+    assert fetched() == []
+    open_panel(page)
+    assert editor_text(page) == shipped_module(site, "widgets_py.cap15.roofline")
+    open_panel(page, OTHER)
+    assert editor_text(page, OTHER) == shipped_module(site, "widgets_py.cap15.kv_cache")
+    assert len(fetched()) == 1 and watched.errors == []
 
 
 def test_edit_run_break_reload_and_restore(watched, server, site):
@@ -176,7 +206,7 @@ def test_a_run_that_never_ends_can_be_stopped(watched, server):
     page.click(f"{SEL} .tw-code-stop")
     ready(page)  # a fresh worker, the shipped code
     assert page.get_attribute(SEL, "data-edited") is None
-    assert "while True" in page.eval_on_selector(SEL, "w => window.tw.codepanel.text(w)")  # the edit is kept
+    assert "while True" in editor_text(page)  # the edit is kept
     page.focus(f"{OTHER} input[type=range]")
     page.keyboard.press("ArrowRight")
     ready(page, OTHER, 30_000)

@@ -387,6 +387,7 @@ CHECK_EXERCISE = """async (name, code) => {
       await new Promise((r) => setTimeout(r, 50));
     }
   };
+  el.scrollIntoView({ block: 'center' }); // its editor is made as it nears the viewport (exercise.js)
   await until(() => el.querySelector('.tw-exercise-editor[data-editor]'), 'no editor');
   if (code !== null) window.tw.exercise.setText(name, code);
   const result = el.querySelector('.tw-exercise-result');

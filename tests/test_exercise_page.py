@@ -35,6 +35,8 @@ def info(name: str) -> dict:
 
 
 def opened(page, name: str):
+    """The exercise scrolled to, as a reader would: its editor is made when it nears the viewport."""
+    page.locator(sel(name)).scroll_into_view_if_needed()
     page.wait_for_selector(f"{sel(name)} .tw-exercise-editor[data-editor]", timeout=BOOT_MS)
 
 
@@ -82,6 +84,40 @@ def test_the_chapter_places_its_exercises(watched, server):
     for name in CHAPTER:
         assert info(name)["solution"] not in html, name
     assert watched.errors == []
+
+
+def test_an_editor_is_made_as_its_exercise_nears_the_viewport(watched, server):
+    """CodeMirror, the page's largest script, is fetched when an exercise comes within a screen
+    of the viewport, or once every widget is interactive, not with the page (issue 44): until
+    then the built <pre> shows the starter; scrolled to, the editor holds it; once the model
+    widgets are live too (tw:idle), every editor is made; a typed answer is checked."""
+    page = watched.page
+    fetched, held = [], []
+    page.on("request", lambda r: "/assets/tw/editor/" in r.url and fetched.append(r.url))
+    page.route("**/pyodide/widgets_py_models-*", lambda route: held.append(route))  # the model widgets wait: no tw:idle yet
+    page.goto(server + PAGE)
+    ready(page)
+    page.wait_for_timeout(500)
+    below = page.evaluate(f"() => Math.min(...[...document.querySelectorAll('.{Class.EXERCISE}')]"
+                          ".map(e => e.getBoundingClientRect().top)) / innerHeight")
+    assert below > 2.5, below  # every exercise beyond a screen's reach: what follows means something
+    assert fetched == [] and page.locator(".tw-exercise-editor[data-editor]").count() == 0
+    name = "kv_bytes"
+    assert page.locator(f"{sel(name)} .{Class.EXERCISE_STARTER}").is_visible()
+    assert page.evaluate("n => window.tw.exercise.text(n)", name) == info(name)["starter"]
+    opened(page, name)  # scrolled to
+    assert len(fetched) == 1 and page.get_attribute(f"{sel(name)} .tw-exercise-editor", "data-editor") == "codemirror"
+    assert not page.locator(f"{sel(name)} .{Class.EXERCISE_STARTER}").is_visible()
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(300)
+    assert page.locator(".tw-exercise-editor[data-editor]").count() < len(CHAPTER)  # those far from the view wait
+    assert len(held) == 1
+    held[0].continue_()  # the model data comes: every widget goes live, then every editor is made
+    page.wait_for_function("n => document.querySelectorAll('.tw-exercise-editor[data-editor]').length === n",
+                           arg=len(CHAPTER), timeout=BOOT_MS)
+    verdict, said = check(page, name, info(name)["solution"])
+    assert verdict == "pass", said
+    assert len(fetched) == 1 and watched.errors == []
 
 
 def test_each_reference_passes_its_starter_and_wrong_answers_fail(watched, server):

@@ -121,6 +121,12 @@ def test_each_byte_once_and_a_repeat_visit_costs_nothing(browser, site, serve):
     response = page.goto(base + "cap15/no-such-page.html")
     assert response.status == 404
     assert page.locator("h1", has_text="404").count() == 1
+    # offline, a widget page's search (its index held back until Python or the reader asks:
+    # kernel.js) finds the chapter from the offline copy
+    page.goto(base + "cap15/index.html")
+    page.focus("input.md-search__input")
+    page.keyboard.type("prefill")
+    page.wait_for_selector(".md-search-result__item", timeout=20_000)
     context.close()
 
 

@@ -145,8 +145,8 @@ def test_every_widget_runs_at_its_defaults_on_the_trimmed_runtime_alone(site, tm
     exercise = bytecode.PACKAGE_IMPORTS.format(entry=bundle.ENTRY, scanned=[])
     (tmp_path / "run.js").write_text(RUN)
     (tmp_path / "check.py").write_text(CHECK.format(exercise=exercise))
-    done = subprocess.run(["node", str(tmp_path / "run.js"), str(site / bundle.RUNTIME_DIR), str(tmp_path / "check.py")],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(["node", str(tmp_path / "run.js"), str(site / bundle.RUNTIME_DIR), str(tmp_path / "check.py"),
+                           bundle.SOURCES_KEY], capture_output=True, text=True, timeout=600)  # the code panel reads them
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["loaded"] > 300 and got["from_source"] == []

@@ -236,6 +236,7 @@ interface TWSiteConfig {
   entry: string;
   sha256: string;
   models: TWModelData | null;
+  sources: string | null;
   core: Record<string, string>;
   versions: Record<string, string>;
   markup: TWMarkupAllowList;
@@ -248,6 +249,7 @@ interface TWInit {
   package: string;
   entry: string;
   models: string | null;
+  sources: string | null;
 }
 
 interface TWLoadModels {

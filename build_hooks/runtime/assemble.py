@@ -1,15 +1,18 @@
-"""Puts the pinned Pyodide runtime, numpy, the widgets_py wheels (code, model data) and their lock into the site.
+"""Puts the pinned Pyodide runtime, numpy, the widgets_py wheels (code, model data, sources) and their lock into the site.
 
 Where each file goes and how the wheel and the lock are made is `bundle.py`'s business;
 this hook fetches the pinned files (`assets.py`), adds the bytecode of what the worker
 imports (`bytecode.py`: the package's own stage not under `mkdocs serve`, where the package
 changes with every edit), trims the standard library and numpy to what that stage imported,
-the pinned archives beside them (`trim.py`; not under `mkdocs serve`, nor without node),
+the pinned archives beside them (`trim.py`; not under `mkdocs serve`, nor without node), and
+ships our compiled modules as bytecode alone, their source in a wheel apart (`sourceless`),
 all of it in a thread begun in `on_config`, refuses stale trained weights, and adds
 everything to the build as generated files.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
@@ -27,6 +30,16 @@ def with_bytecode(core: dict[str, bytes], numpy: bundle.Wheel,
     return {**core, bytecode.STDLIB_FILE: stdlib}, bundle.numpy_wheel(numpy_data)
 
 
+def sourceless(code: dict[str, Path], pycs: dict[str, bytes]) -> tuple[dict[str, bytes], dict[str, Path]]:
+    """(the code wheel's extra members, the sources wheel's files) from the code's files and the
+    bytecode of the modules the worker imports (`pycs`, bytecode.wheel_entries): each such module
+    as `pkg/mod.pyc`, where Python's sourceless loader finds it (trim.sourceless), its source apart."""
+    members = {trim.sourceless(name): data for name, data in pycs.items()}
+    apart = {name: path for name, path in code.items() if name + "c" in members}
+    assert len(apart) == len(members), sorted(set(members) - {n + "c" for n in apart})  # bytecode of a file we ship
+    return members, apart
+
+
 def on_config(config, *, build):
     if "runtime" not in build.warm:  # a dirty serve whose code is unchanged has it (hooks.py)
         build.warm["runtime"] = build.later(assemble, build.is_serve)  # node works while the build goes on
@@ -34,10 +47,11 @@ def on_config(config, *, build):
     return config
 
 
-def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Wheel, bundle.Wheel]:
-    """(Pyodide's core files, the numpy wheel, our code's wheel, our model data's) as the site
-    serves them; `trimmed=False`: the layout before trim.py, whole archives with bytecode beside
-    their source (benchmarks/budget.py)."""
+def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Wheel, bundle.Wheel,
+                                                            bundle.Wheel | None]:
+    """(Pyodide's core files, the numpy wheel, our code's wheel, our model data's, the sources' or
+    None) as the site serves them; `trimmed=False`: the layout before trim.py, whole archives with
+    bytecode beside their source, ours too (benchmarks/budget.py)."""
     pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     sources = bundle.package_files()
     code, data = bundle.split(sources)
@@ -54,10 +68,15 @@ def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bu
                                  bundle.LOCK: bundle.lock(wheel, numpy).encode()}, bundle.PACKAGE_KEY, bundle.ENTRY, scanned)
         if ours:
             core, numpy = with_bytecode(core, numpy, ours.pycs)
-            if trimmed:
-                core, numpy = trim.runtime(core, numpy, pinned, {**first.pycs, **ours.pycs}, ours.imported)
-            return core, numpy, bundle.make_wheel(code, bytecode.wheel_entries(ours.pycs, bundle.NAME)), models
-    return core, numpy, bundle.make_wheel(code), models
+            pycs = bytecode.wheel_entries(ours.pycs, bundle.NAME)
+            if not trimmed:
+                return core, numpy, bundle.make_wheel(code, pycs), models, None
+            core, numpy = trim.runtime(core, numpy, pinned, {**first.pycs, **ours.pycs}, ours.imported)
+            members, apart = sourceless(code, pycs)
+            shipped = {name: path for name, path in code.items() if name not in apart}
+            return (core, numpy, bundle.make_wheel(shipped, members), models,
+                    bundle.make_wheel(apart, name=bundle.SOURCES_NAME))
+    return core, numpy, bundle.make_wheel(code), models, None
 
 
 def on_files(files: Files, *, config, build) -> Files:
@@ -67,14 +86,15 @@ def on_files(files: Files, *, config, build) -> Files:
     except pretrained.WeightsError as exc:
         raise PluginError(str(exc)) from None
     try:
-        core, numpy, wheel, models = build.runtime.result()
+        core, numpy, wheel, models, sources = build.runtime.result()
     except assets.AssetError as exc:  # one message, no traceback: it says all there is
         raise PluginError(str(exc)) from None
-    build.wheel, build.models = wheel, models
+    build.wheel, build.models, build.sources = wheel, models, sources
     build.core = {name: assets.sha256(data) for name, data in core.items()}
     for name, data in core.items():
         files.append(File.generated(config, bundle.RUNTIME_DIR + name, content=data))
-    for w in (numpy, wheel, models):
-        files.append(File.generated(config, bundle.RUNTIME_DIR + w.file_name, content=w.data))
-    files.append(File.generated(config, bundle.RUNTIME_DIR + bundle.LOCK, content=bundle.lock(wheel, numpy, models)))
+    for w in (numpy, wheel, models, sources):
+        if w is not None:
+            files.append(File.generated(config, bundle.RUNTIME_DIR + w.file_name, content=w.data))
+    files.append(File.generated(config, bundle.RUNTIME_DIR + bundle.LOCK, content=bundle.lock(wheel, numpy, models, sources)))
     return files

@@ -4,8 +4,12 @@ Pyodide's convention: packages are wheels listed in `pyodide-lock.json` with the
 and `pyodide.loadPackage(name)` fetches, verifies and installs them. The site's lock holds
 the official numpy entry and two pure-Python wheels of `widgets_py`, built here from the
 files on disk on every build, so `mkdocs serve` ships edited widget code:
-- `widgets-py`, the code (source and bytecode): what the worker loads before any widget is
-  interactive;
+- `widgets-py`, the code: what the worker loads before any widget is interactive. Each module
+  the worker imports ships as its bytecode alone (bytecode.py compiles it, assemble.py lays it
+  out), the others as source;
+- `widgets-py-sources`, the source of those modules, installed beside their bytecode only when
+  something reads it (the «Codi» panel opens, an exercise is checked: worker.js): a third of
+  the code's bytes, which no widget reads to answer;
 - `widgets-py-models`, the model data (MODEL_DATA: the mini-GPTs' trained weights, the
   training corpus, the WebAssembly kernel), installed into the same package folders: about
   half the bytes, which only the widgets declared `models` read (engine/widget.py), so the
@@ -41,6 +45,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "widgets_py"
 NAME = "widgets_py"  # import name, and the distribution name in file names
 PACKAGE_KEY = "widgets-py"  # its normalised name (PEP 503): the lock's key, loadPackage's argument
 MODELS_NAME, MODELS_KEY = "widgets_py_models", "widgets-py-models"  # the model data's wheel, likewise
+SOURCES_NAME, SOURCES_KEY = "widgets_py_sources", "widgets-py-sources"  # the compiled modules' source, likewise
 MODEL_DATA = (f"{NAME}/maths/weights/", f"{NAME}/maths/data/", f"{NAME}/accel/wasm/")  # archive folders: its files
 VERSION = "0.1.0"
 ENTRY = "widgets_py.engine.browser"  # the module the worker imports: render(), fixed(), Trainer
@@ -81,7 +86,8 @@ def _record_line(name: str, data: bytes) -> str:
 
 def make_wheel(files: dict[str, Path], extra: dict[str, bytes] | None = None, name: str = NAME) -> Wheel:
     """A py3-none-any wheel `name` of `files` (and `extra` members: bytecode), byte-identical for
-    identical inputs. The code's (NAME) requires numpy; the model data's (MODELS_NAME) nothing."""
+    identical inputs. The code's (NAME) requires numpy; the model data's (MODELS_NAME) and the
+    sources' (SOURCES_NAME) nothing."""
     contents = dict(sorted({**{n: path.read_bytes() for n, path in files.items()}, **(extra or {})}.items()))
     version = f"{VERSION}+{cache.key(cache.listing(contents))[:12]}"  # a local version: the content's own
     info = f"{name}-{version}.dist-info/"
@@ -108,9 +114,10 @@ def numpy_wheel(data: bytes) -> Wheel:
     return Wheel(f"{name}-{version}+{digest[:12]}-{rest}", data, digest)
 
 
-def lock(wheel: Wheel | None, numpy: Wheel | None = None, models: Wheel | None = None) -> str:
+def lock(wheel: Wheel | None, numpy: Wheel | None = None, models: Wheel | None = None,
+         sources: Wheel | None = None) -> str:
     """The site's pyodide-lock.json: numpy (the official entry's wheel, or it with bytecode), our
-    wheel and, apart, the model data's (loaded by name, never as a dependency)."""
+    wheel and, apart, the model data's and the sources' (each loaded by name, never as a dependency)."""
     numpy = numpy or numpy_wheel(assets.fetch(assets.NUMPY_WHEEL).read_bytes())
     packages = {"numpy": PackageSpec(name="numpy", version=numpy.file_name.split("-")[1], file_name=numpy.file_name,
                                      install_dir="site", sha256=numpy.sha256, imports=["numpy"], unvendored_tests=True)}
@@ -122,13 +129,17 @@ def lock(wheel: Wheel | None, numpy: Wheel | None = None, models: Wheel | None =
         packages[MODELS_KEY] = PackageSpec(name=MODELS_KEY, version=models.file_name.split("-")[1],
                                            file_name=models.file_name, install_dir="site", sha256=models.sha256,
                                            imports=[], depends=[])
+    if sources is not None:
+        packages[SOURCES_KEY] = PackageSpec(name=SOURCES_KEY, version=sources.file_name.split("-")[1],
+                                            file_name=sources.file_name, install_dir="site", sha256=sources.sha256,
+                                            imports=[], depends=[])
     spec = PyodideLockSpec(info=INFO, packages=packages)
     spec.check_wheel_filenames()
     return json.dumps(spec.model_dump(), indent=1, sort_keys=True)
 
 
 def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str],
-                models: Wheel | None = None) -> protocol.SiteConfig:
+                models: Wheel | None = None, sources: Wheel | None = None) -> protocol.SiteConfig:
     """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
 
     `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
@@ -138,8 +149,10 @@ def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str],
     no HTTP cache and no service worker pairs this build's page with another build's file.
     `markup`: what a widget's figure may contain (widgets_py/engine/markup.py), for the
     page's sanitiser. `models`: the model data's wheel, as the lock names it, and its sha256
-    (none: the site has no model data). Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
+    (none: the site has no model data). `sources`: the compiled modules' source, as the lock
+    names it (none: the code's wheel carries every source). Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
     """
     return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256,
             "models": {"package": MODELS_KEY, "sha256": models.sha256} if models else None,
+            "sources": SOURCES_KEY if sources else None,
             "core": core, "versions": versions, "markup": markup.allow_list()}

@@ -44,9 +44,12 @@ def module_of(name: str) -> types.ModuleType:
 
 
 def source(name: str) -> str:
-    """JSON {module, file, source}: the module's text as installed (from the wheel, in Pyodide)."""
+    """JSON {module, file, source}: the module's text as installed (from the wheel, in Pyodide;
+    beside its bytecode, where the code's wheel ships that alone: bundle.py's sources)."""
     module = module_of(name)
     path = Path(module.__file__)
+    if path.suffix == ".pyc":  # loaded from bytecode alone: its source is installed beside it (worker.js)
+        path = path.with_suffix(".py")
     return json.dumps({"module": module.__name__, "file": path.name,
                        "source": path.read_text(encoding="utf-8")}, ensure_ascii=False)
 

@@ -23,6 +23,8 @@ Loaded comes once the code's wheel and numpy are in: the calculators answer from
 The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a wheel apart, fetched when
 the page sends LoadModels or a call of a widget that reads it (`needs_models`) comes first;
 that call waits for it.
+The source of the modules shipped as bytecode (bundle.py: `sources`) is a wheel apart too,
+fetched before the first Call that reads it (a module's source, a check of the reader's answer).
 
 Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
 `versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of the
@@ -253,6 +255,7 @@ class SiteConfig(TypedDict):
     entry: str  # its browser entry module (browser.py)
     sha256: str  # the wheel's: one build's kernel is not another's (nor are the model data's, below)
     models: ModelData | None  # None: the site has no model data
+    sources: str | None  # the compiled modules' source, as the lock names it (None: in the code's wheel)
     core: dict[str, str]  # Pyodide's files as served -> sha256 (export.py copies them)
     versions: dict[str, str]  # site path -> hash of the bytes of each file a script loads by URL (`?v=`)
     markup: MarkupAllowList
@@ -267,6 +270,7 @@ class Init(TypedDict):
     package: str  # the widgets' wheel, as the lock names it
     entry: str  # its browser entry module (browser.py)
     models: str | None  # the model data's wheel, as the lock names it (None: none)
+    sources: str | None  # the compiled modules' source, fetched when read (None: in the code's wheel)
 
 
 class LoadModels(TypedDict):

@@ -45,8 +45,9 @@ def chapters() -> list[str]:
     extend its __path__ (the test suite's fixture chapter)."""
     roots = sys.modules[ROOT].__path__
     for root in roots:  # a chapter folder without __init__.py would be invisible: say so
-        for folder in sorted(Path(root).glob("cap*")):
-            if CHAPTER.match(folder.name) and folder.is_dir() and not (folder / "__init__.py").is_file():
+        for folder in sorted(Path(root).glob("cap*")):  # (the browser's has it as bytecode alone: __init__.pyc)
+            if CHAPTER.match(folder.name) and folder.is_dir() and not any(
+                    (folder / init).is_file() for init in ("__init__.py", "__init__.pyc")):
                 raise ParamError(f"{shown(folder)}/ no té __init__.py, i sense ell el registre no hi troba cap "
                                  f"widget; crea'l (pot ser buit): {shown(folder / '__init__.py')}")
     return sorted(m.name for m in pkgutil.iter_modules(roots) if m.ispkg and CHAPTER.match(m.name))

@@ -23,6 +23,10 @@
 // The page's list of exercises (md:exercicis, build_hooks/pages/exercises.py) marks the solved
 // ones and counts them; its «Esborra el progrés» (asked twice) starts every exercise again.
 //
+// Each editor is made when its exercise nears the viewport, or once the page's widgets are all
+// interactive (whenNear): until then the built <pre> shows the starter, and a check sends the
+// code kept.
+//
 // Progress (the code, solved or not, hints shown, tried) is kept in localStorage per page and
 // exercise, over http(s) only: from disk (file://) every file shares that storage, as for the
 // code panel's edits. Code kept is shown, never run by itself.
@@ -150,9 +154,10 @@
       this.result.className = "tw-exercise-result";
       this.result.setAttribute("role", "status");
       this.result.setAttribute("aria-live", "polite");
+      this.view.hidden = true; // until the editor is mounted, the built <pre> shows the starter
+      this.starterEl = starterEl;
       if (starterEl) starterEl.after(this.view, actions, this.hints, this.solution, this.result);
       else el.append(this.view, actions, this.hints, this.solution, this.result);
-      if (starterEl) starterEl.hidden = true; // the editor holds it now (print shows it: tw.css)
       el.dataset.enhanced = "true";
 
       this.buttons.check.addEventListener("click", () => this.check());
@@ -161,12 +166,16 @@
       this.buttons.reset.addEventListener("click", () => this.reset());
       this.buttons.drive.addEventListener("click", () => this.drive());
       this.refresh();
-      this.mount(saved);
+      whenNear(el, () => this.mount(saved));
     }
 
+    /** The editor, made when the exercise nears the viewport (whenNear): CodeMirror is fetched
+     *  then, not with the page. */
     async mount(saved) {
       const lib = tw.codepanel ? await tw.codepanel.loadEditor() : null;
       const options = { doc: this.state.code, readOnly: false, label: TEXT.label(this.name) };
+      this.view.hidden = false;
+      if (this.starterEl) this.starterEl.hidden = true; // the editor holds it now (print shows it: tw.css)
       this.editor = lib ? lib.create(this.view, options) : tw.codepanel.plainEditor(this.view, options);
       this.view.dataset.editor = this.editor.kind;
       if (!lib) this.view.append(Object.assign(document.createElement("p"), { className: "tw-exercise-plain", textContent: TEXT.plain }));
@@ -343,6 +352,26 @@
   }
 
   const made = new WeakMap(); // exercise element -> its Exercise
+
+  /** `then()` once `el` comes within a screen of the viewport (host.js's NEAR), or once the
+   *  page's widgets are all interactive (host.js's tw:idle, when the offline copy is fetched
+   *  too), as for the model data; at once where that cannot be watched. The editor bundle
+   *  (CodeMirror, 230 KB on the wire) is the page's largest script: fetched at load it shared
+   *  the link with Python's boot, for exercises that sit below the widgets (issue 44). */
+  function whenNear(el, then) {
+    if (typeof IntersectionObserver === "undefined" || !tw.host) return then();
+    let near = null;
+    const once = () => {
+      if (!near) return;
+      near.disconnect();
+      near = null;
+      document.removeEventListener("tw:idle", once);
+      then();
+    };
+    near = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && once(), { rootMargin: tw.host.NEAR });
+    near.observe(el);
+    document.addEventListener("tw:idle", once);
+  }
 
   /** The page's list of exercises: each solved one marked, the count in its status line. */
   function progress(said = null) {

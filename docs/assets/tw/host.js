@@ -36,7 +36,8 @@
   const SLOW_MS = 80;
   // The model data (kernel.js loadModels) is asked for when a widget that reads it comes within
   // a screen of the viewport, or once the page's main thread is idle (at most this long after
-  // the calculators are interactive): never before, so it does not share the link with the boot
+  // the calculators are interactive): never before, so it does not share the link with the boot.
+  // "Near" is also when an exercise's editor is made (exercise.js)
   const NEAR = "100% 0px 100% 0px";
   const IDLE_MS = 2000;
 
@@ -358,7 +359,7 @@
     return true;
   }
 
-  tw.host = { restart };
+  tw.host = { restart, NEAR };
 
   // Material's document$ reports instant-navigation page swaps (and, over http, the first
   // page); from file:// it does not replay the first page, hence the DOMContentLoaded path.

@@ -76,7 +76,8 @@
       const lock = new URL(config.lock, runtime);
       lock.searchParams.set("v", this.versions[config.runtime + config.lock] || config.sha256.slice(0, 16));
       this.toWorker({ type: P.INIT, indexURL: runtime.href, lockFileURL: lock.href,
-                      package: config.package, entry: config.entry, models: config.models ? config.models.package : null });
+                      package: config.package, entry: config.entry, models: config.models ? config.models.package : null,
+                      sources: config.sources || null });
     }
 
     /** Ask the worker for the model data now (once): a model widget is near the viewport, or
@@ -288,7 +289,10 @@
     }
   }
 
-  /** Material's search worker waits for Python (ready or failed), or for the reader to open search. */
+  /** Material's search waits for Python (ready or failed), or for the reader to open search:
+   *  its worker, and the download of its index (search_index.json, ~90 KB on the wire, which
+   *  Material asks for with an XMLHttpRequest as the page loads, sharing a phone's link with
+   *  Python's boot: issue 44). A request held is sent as it was made, once `until` settles. */
   function deferSearch(ready) {
     const Prior = window.Worker;
     const opened = new Promise((resolve) =>
@@ -300,6 +304,25 @@
         return Reflect.construct(target, args, newTarget === window.Worker ? target : newTarget);
       },
     });
+    const XHR = XMLHttpRequest.prototype;
+    const { open, send, abort } = XHR;
+    const { apply } = Reflect;
+    const held = new WeakMap(); // a request for the index -> "opened" | "aborted"
+    let released = false;
+    until.then(() => (released = true));
+    XHR.open = /** @type {typeof open} */ (function (/** @type {string} */ method, /** @type {string | URL} */ url, ...rest) {
+      if (/\/search\/search_index\.json$/.test(new URL(String(url), location.href).pathname)) held.set(this, "opened");
+      else held.delete(this);
+      return apply(open, this, [method, url, ...rest]);
+    });
+    XHR.send = function (...args) {
+      if (released || held.get(this) !== "opened") return apply(send, this, args);
+      until.then(() => held.get(this) === "opened" && apply(send, this, args));
+    };
+    XHR.abort = function () {
+      if (held.has(this)) held.set(this, "aborted");
+      return apply(abort, this, []);
+    };
   }
 
   // From <head> on a widget page (the build adds data-config): boot now, while the page parses.

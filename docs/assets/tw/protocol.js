@@ -26,6 +26,8 @@
 // The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a wheel apart, fetched when
 // the page sends LoadModels or a call of a widget that reads it (`needs_models`) comes first;
 // that call waits for it.
+// The source of the modules shipped as bytecode (bundle.py: `sources`) is a wheel apart too,
+// fetched before the first Call that reads it (a module's source, a check of the reader's answer).
 //
 // Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
 // `versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of the

@@ -4,7 +4,9 @@
 // the site's pyodide-lock.json), and answers calls. The model data (the mini-GPTs' weights,
 // the corpus, the WebAssembly kernel: a wheel apart, bundle.py) comes later, the same way:
 // when the page asks (LOAD_MODELS) or a call of a widget that reads it comes first, which
-// waits for it. The protocol is protocol.js.
+// waits for it. The source of the modules the code's wheel ships as bytecode comes later too,
+// before the first call that reads it (a module's source for the «Codi» panel, a check of a
+// reader's answer): no widget reads it to answer. The protocol is protocol.js.
 //
 // It runs in a worker that kernel.js starts from a blob: URL (so the page's policy holds it:
 // lockdown.js says why), which imports this file by its address, `self.twScript`; the single
@@ -37,9 +39,11 @@ let entry = null; // the package's browser entry module (Run, fixed, source, ren
 let load = null; // (package name) => a promise that it is installed, checked against the lock
 let modelsPackage = null; // the model data's wheel, as the lock names it (null: the site has none)
 let models = null; // once asked for: a promise that the model data is installed (loadModels)
+let sourcesPackage = null; // the compiled modules' source, as the lock names it (null: in the code's wheel)
+let sources = null; // once asked for: a promise that it is installed (loadSources)
 let warming = null; // the warm-up so far: a promise of what failed in it
 
-async function boot({ indexURL, lockFileURL, package: name, entry: module, models: data }) {
+async function boot({ indexURL, lockFileURL, package: name, entry: module, models: data, sources: source }) {
   progress("Carregant l'intèrpret de Python…", 0.05);
   importScripts(indexURL + "pyodide.js");
   const py = await self.loadPyodide({ indexURL, lockFileURL, stdout: () => {}, stderr: () => {} });
@@ -50,12 +54,15 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
     if (failures.length) throw new Error(`${what}: ${why.join("; ")}${await cause(lockFileURL)}`);
   };
   modelsPackage = data || null;
+  sourcesPackage = source || null;
   progress("Carregant numpy i els widgets…", 0.6);
   await load(name);
   // the single file answers every fetch from memory, from an origin (file:, "null") that the
-  // lock-down refuses: the model data it carries is installed now, before it (no download)
+  // lock-down refuses: the model data and the sources it carries are installed now, before it
+  // (no download; it ships no bytecode: its code is the sources)
   const carried = !self.twScript && modelsPackage !== null;
   if (carried) await load(modelsPackage);
+  if (!self.twScript) await loadSources();
   importScripts(script("lockdown")); // from here on: this origin only, no eval, no storage (lockdown.js says why)
   self.twLockDown(self.location.origin, HERE); // relative URLs: from this file's address
   entry = py.pyimport(module);
@@ -86,6 +93,14 @@ function loadModels(installed = false) {
   return models;
 }
 
+/** The source of the modules shipped as bytecode, fetched and installed beside it once
+ *  (the first call that reads it waits for it); a failure is that call's, and the next tries again. */
+function loadSources() {
+  if (!sources) sources = sourcesPackage ? load(sourcesPackage) : Promise.resolve();
+  sources.catch(() => (sources = null));
+  return sources;
+}
+
 /** What Python does while the reader reads (browser.WarmUp says what, in which order), a
  *  task per turn: calls go in between. `withModels`: the part that reads the model data (it
  *  is in), else the rest. What failed: nothing, unless something is broken. */
@@ -105,6 +120,10 @@ async function warmUp(withModels) {
 // the calls of a widget that may read the model data: it is loaded first if that widget does
 /** @type {Set<string>} */
 const NEEDS_MODELS = new Set([P.CALLS.RUN, P.CALLS.FIXED, P.CALLS.TRAIN, P.CALLS.EDITED]);
+// the calls that read the shipped modules' source: the code panel's, and a check (an exercise
+// that drives a widget answers with that widget's module, the reader's function in it)
+/** @type {Set<string>} */
+const NEEDS_SOURCES = new Set([P.CALLS.SOURCE, P.CALLS.CHECK]);
 
 /** Why the packages did not load: the network, or their bytes (Pyodide checks each against
  *  the sha256 of the site's lock, and says only "failed" either way). A HEAD request, which
@@ -224,6 +243,7 @@ self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ event) => {
     try {
       const { widget } = /** @type {{widget?: string}} */ (msg.payload);
       if (NEEDS_MODELS.has(msg.type) && widget !== undefined && entry.needs_models(widget)) await loadModels();
+      if (NEEDS_SOURCES.has(msg.type)) await loadSources();
       send({ type: P.REPLY, id: msg.id, ok: true, data: await CALLS[msg.type](msg.payload, msg.id) });
     } catch (error) {
       send({ type: P.REPLY, id: msg.id, ok: false, error: lastLine(error) });
