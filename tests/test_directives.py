@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -79,11 +80,18 @@ def test_directive_mistakes_fail_the_build_naming_file_and_line(tmp_path, case, 
     assert all(w in message for w in words), message
 
 
-@pytest.mark.parametrize("case, body, widgets", WORKS, ids=[c[0] for c in WORKS])
-def test_directives_where_markdown_allows_them_work(tmp_path, case, body, widgets):
-    done, page = _project(tmp_path, HEAD + body)
+@pytest.fixture(scope="module")
+def works(tmp_path_factory) -> Path:
+    """One strict build of every WORKS case, each its own page (an error in any fails it)."""
+    tmp = tmp_path_factory.mktemp("works")
+    done, _ = _project(tmp, HEAD, more={f"{case}.md": HEAD + body for case, body, _ in WORKS})
     assert done.returncode == 0, done.stderr[-1500:]
-    html = page.read_text()
+    return tmp / "site"
+
+
+@pytest.mark.parametrize("case, widgets", [(c[0], c[2]) for c in WORKS], ids=[c[0] for c in WORKS])
+def test_directives_where_markdown_allows_them_work(works, case, widgets):
+    html = (works / f"{case}.html").read_text()
     assert re.findall(r'class="tw-widget" id="[^"]+" data-widget="([^"]+)"', html) == widgets
     assert "md:widget" not in re.sub(r"<code>.*?</code>", "", html, flags=re.S)  # nothing left as text
     assert not re.search(r'class="[^"]*\btw-slot\b(?!-)', html)  # no figure slot outside a widget (the config lists class names)

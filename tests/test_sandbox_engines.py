@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 
 import pytest
@@ -212,11 +213,7 @@ def test_reader_code_reaches_no_other_origin_no_storage_and_no_code_from_text(an
 
 # M-2: a hanging edit, «Reinicia Python» on another widget: a fresh worker that does not run the
 # edit again (it waits as a draft, as after «Atura»), and every widget computes.
-HANG = """async () => {
-  const w = document.querySelector('.tw-widget[data-widget="cost"]');
-  const key = `tw-codi:${location.pathname.replace(/\\/index\\.html$/, "/")}#${w.dataset.instance}`;
-  localStorage.setItem(key, JSON.stringify({code: "while True:\\n    pass\\n"}));
-}"""
+HANG = """(key) => localStorage.setItem(key, JSON.stringify({code: "while True:\\n    pass\\n"}))"""
 RUN_DRAFT = """async () => {
   const w = document.querySelector('.tw-widget[data-widget="cost"]');
   w.querySelector('.tw-code-toggle').click();
@@ -228,13 +225,14 @@ HUNG = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.querySel
 RESTART = """() => document.querySelector('.tw-widget[data-widget="roofline"] .tw-hung button').click()"""
 
 
-def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, plain):
-    """M-2, and before it what a stored edit that hangs does: it waits as a draft after a
-    reload; run, every widget says Python stopped answering."""
-    any_engine.goto(plain + PAGE)
-    wait_ready(any_engine)
-    any_engine.js(HANG)
-    any_engine.reload()  # the stored edit is a draft: it does not run by itself
+def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, plain, site):
+    """M-2, and before it what a stored edit that hangs does: it waits as a draft when the
+    page opens; run, every widget says Python stopped answering."""
+    instance = re.search(r'data-widget="cost" data-instance="([^"]+)"', (site / PAGE).read_text()).group(1)
+    # stored from a page of the same origin without Python (one boot fewer than a reload)
+    any_engine.goto(plain + "404.html")
+    any_engine.js(HANG, f"tw-codi:/{PAGE.removesuffix('index.html')}#{instance}")
+    any_engine.goto(plain + PAGE)  # the stored edit is a draft: it does not run by itself
     wait_ready(any_engine)
     cost = '.tw-widget[data-widget="cost"]'
     draft = f"() => [document.querySelector('{cost}').dataset.draft, document.querySelector('{cost}').dataset.edited, document.querySelectorAll('.tw-hung').length]"

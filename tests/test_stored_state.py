@@ -9,15 +9,23 @@ pytestmark = pytest.mark.browser
 
 PAGE = "cap15/index.html"
 QUIZ = "tw-quiz:cap15-math"
+LIST = "cap15-recursos-docs"  # the page's first checklist (_open checks it)
 # what a stored value may have become: other code, an old version, a hand edit, a half write
 BAD = ["7", '"x"', "true", "[]", "null", "{", '{"a":1}', '{"speculative":"yes"}', "[true]", '{"__proto__":{"x":true}}']
 IGNORED = ("Failed to load resource",)  # Python is blocked below: only the quiz runs
 
 
-def _open(watched, server):
+def _open(watched, server, stored=None):
+    """The quiz page, Python blocked; with `stored`, the quiz's and the checklist's keys hold it
+    before the page opens (written from a page of the same origin without the chapter: the
+    404 page, a load cheaper than a reload of the chapter)."""
     page = watched.page
     page.route("**/pyodide/**", lambda route: route.abort())  # keep the CPU for the quiz
+    if stored is not None:
+        page.goto(server + "404.html")
+        page.evaluate("([keys, v]) => keys.forEach((k) => localStorage.setItem(k, v))", [[QUIZ, f"tw-list:{LIST}"], stored])
     page.goto(server + PAGE + "#comprova")
+    assert page.get_attribute(".tw-checklist", "data-list") == LIST
     return page
 
 
@@ -27,11 +35,7 @@ def _errors(watched):
 
 @pytest.mark.parametrize("stored", BAD)
 def test_bad_stored_quiz_state_is_discarded_and_the_quiz_works(watched, server, stored):
-    page = _open(watched, server)
-    page.evaluate("([k, v]) => localStorage.setItem(k, v)", [QUIZ, stored])
-    list_key = page.get_attribute(".tw-checklist", "data-list")
-    page.evaluate("([k, v]) => localStorage.setItem(k, v)", [f"tw-list:{list_key}", stored])
-    page.reload()
+    page = _open(watched, server, stored)
     progress = page.locator(".tw-quiz .tw-quiz-progress")
     total = page.locator(".tw-quiz .tw-q").count()
     assert progress.text_content() == f"0 de {total} resoltes"
@@ -41,6 +45,14 @@ def test_bad_stored_quiz_state_is_discarded_and_the_quiz_works(watched, server, 
     page.reload()  # the answer was saved in a valid shape
     assert page.locator(".tw-quiz .tw-quiz-progress").text_content() == f"1 de {total} resoltes"
     assert page.locator(".tw-checklist input[type=checkbox]").first.is_checked()
+    assert page.locator(".tw-not-saved").count() == 0
+    assert _errors(watched) == []
+
+
+def test_after_bad_state_the_reset_clears_what_was_saved(watched, server):
+    page = _open(watched, server, BAD[0])
+    total = page.locator(".tw-quiz .tw-q").count()
+    page.locator('.tw-quiz .tw-q[data-kind="choice"] li[data-correct] button').first.click()
     # the button's own click event: a pointer click lands where the button was when it aimed, and
     # a page reloaded at #comprova may still be scrolling there (CI, 2026-12-03: twice in a run
     # the click hit something else and the progress never went back to 0)
