@@ -154,7 +154,7 @@ def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict
     (packages) gives it; the whole archives in place of the trimmed ones (trim.py's index says
     which: the file has no server to fetch a left-out module from), without bytecode
     (bytecode.py), and the lock with the packages' new names and sha256: bytecode would add
-    2.5 MB (3.3 MB in base64) to a file whose target is size, and it only saves start-up time."""
+    2.5 MB (3.1 MB in base 85) to a file whose target is size, and it only saves start-up time."""
     runtime = site / config["runtime"]
     lock_bytes = (runtime / config["lock"]).read_bytes()
     pins = dict(config["core"])
