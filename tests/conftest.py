@@ -81,18 +81,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 KERNEL_WARM = """() => tw.kernel.get(JSON.parse(document.querySelector("script[data-config]").dataset.config)).warm"""
 
 
-# The files that take longest (minutes: the engine matrix boots Python in Firefox and WebKit),
-# run first: `./dev test` hands whole files to its workers in this order, so the last file
-# any worker starts is a short one and the workers finish together.
-FIRST = ("test_sandbox_engines.py", "test_engines.py", "test_sandbox_offline.py", "test_offline_update.py",
-         "test_exercise_page.py", "test_sandbox.py")
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
-
-
 def build_site(dest: Path, project: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     """`properdocs build --strict` of `project` into `dest`, in a fresh interpreter."""
     return subprocess.run(generator.build_command(dest), cwd=project, capture_output=True, text=True, timeout=600,
