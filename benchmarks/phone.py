@@ -18,6 +18,8 @@ up) to its figure shown, and the same once the worker is idle, asked again at it
 Beside it, in turn in every round, the floor (issue 44): an empty page of the same server
 whose worker boots the site's own Pyodide (its lock, its trimmed standard library) and
 imports numpy, what any page with Python pays; each figure is printed as a ratio to it.
+Compare ratios, not seconds: on this shared machine the same floor took 9.1 s at rest and
+18.4 s with a load average of 17 (issue 44: the 21.3 s once published, against 12.1 s).
 With `--before`, the same for the same build with its runtime laid out as before trim.py
 (whole standard library and numpy, bytecode beside the sources: budget.layout_before), the
 two in turn in every round; with `--versus DIR`, another built site's chapter (another
