@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import book  # noqa: E402
+import turns  # noqa: E402
 from build_hooks.runtime import bundle  # noqa: E402
 from widgets_py.cap15 import clock  # noqa: E402
 from widgets_py.engine import registry  # noqa: E402
@@ -294,13 +295,12 @@ def main() -> None:
     runs: dict[str, list[dict]] = {name: [] for name in targets}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        for round_ in range(args.rounds):
-            for name in sorted(targets, reverse=round_ % 2 == 1):  # which goes first alternates: no order bias
-                server, path, how = targets[name]
-                link, _, origin = served[server]
-                link.reset()
-                run = how(browser, origin + path.lstrip("/"))
-                runs[name].append(run | {"wire": link.wire, "raw": link.raw, "wire_first": link.marked})
+        for name in turns.in_turn(targets, args.rounds):
+            server, path, how = targets[name]
+            link, _, origin = served[server]
+            link.reset()
+            run = how(browser, origin + path.lstrip("/"))
+            runs[name].append(run | {"wire": link.wire, "raw": link.raw, "wire_first": link.marked})
         browser.close()
     for _, httpd, _ in served.values():
         httpd.shutdown()
