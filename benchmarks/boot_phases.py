@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import book  # noqa: E402
 import engines  # noqa: E402
+import turns  # noqa: E402
 from conftest import CHROMIUM_ARGS, _Quiet, build_site, chromium_path, free_port  # noqa: E402
 
 PAGE_PATH = "/__tw_phases.js"
@@ -270,10 +271,10 @@ def main() -> None:
             os.environ.update(saved)
     runs: dict[tuple[str, str], list[dict]] = {}
     try:
-        for round_ in range(args.rounds):
-            for label, (root, no_sw) in sorted(sites.items(), reverse=round_ % 2 == 1):  # alternate which goes first
-                for name, engine in running.items():
-                    runs.setdefault((name, label), []).append(visit(engine, root, page, no_sw))
+        for label in turns.in_turn(sites, args.rounds):
+            root, no_sw = sites[label]
+            for name, engine in running.items():
+                runs.setdefault((name, label), []).append(visit(engine, root, page, no_sw))
     finally:
         for engine in running.values():
             engine.close()

@@ -167,8 +167,20 @@ def chromium_path() -> str | None:
 def browser():
     from playwright.sync_api import sync_playwright
 
+    import engines
+
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        made = b.new_context
+
+        def new_context(**options):
+            """A context whose pages wait for a load as long as the other engines' do
+            (engines.PAGE_LOAD_S), not Playwright's 30 s: a busy machine passes that."""
+            context = made(**options)
+            context.set_default_navigation_timeout(engines.PAGE_LOAD_S * 1e3)
+            return context
+
+        b.new_context = new_context
         yield b
         b.close()
 

@@ -119,6 +119,12 @@ class EngineCrashed(EngineError):
     WebDriver session went with it); `Engine.restart()` gives a new session."""
 
 
+# How long a page may take to load (its "load" event) in every engine, as firefox.mjs's
+# goto and reload wait: a machine whose cores are busy loads the chapter in over 30 s
+# (Playwright's default, which Chromium's sandbox test once failed at a load average of 70-100)
+PAGE_LOAD_S = 120
+
+
 class Engine:
     """One browser session of one engine: one page, driven by JavaScript run in it."""
 
@@ -167,10 +173,10 @@ class Chromium(Engine):
         self.recorder = None
 
     def goto(self, url):
-        self.page.goto(url)
+        self.page.goto(url, timeout=PAGE_LOAD_S * 1e3)
 
     def reload(self):
-        self.page.reload()
+        self.page.reload(timeout=PAGE_LOAD_S * 1e3)
 
     def js(self, code, *args):
         return self.page.evaluate(self.call_source(code, args))
@@ -256,7 +262,7 @@ class WebKit(Engine):
         service = Service(executable_path=shutil.which("WebKitWebDriver"), env=self.env, log_output=str(self.log))
         self.driver = webdriver.WebKitGTK(options=options, service=service)
         self.driver.set_script_timeout(300)
-        self.driver.set_page_load_timeout(120)
+        self.driver.set_page_load_timeout(PAGE_LOAD_S)
         self.version = "WebKitGTK " + self.driver.capabilities.get("browserVersion", "?")
 
     def restart(self):
