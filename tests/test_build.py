@@ -30,7 +30,7 @@ def test_pyodide_runtime_and_numpy_are_in_the_site(site):
     """The pinned files, python_stdlib.zip and numpy's wheel trimmed to bytecode: test_bytecode.py, test_trimmed_runtime.py."""
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     assert lock["info"]["version"] == assets.PYODIDE_VERSION
-    assert set(lock["packages"]) == {"numpy", "widgets-py", "widgets-py-models"}  # the code, and the model data apart
+    assert set(lock["packages"]) == {"numpy", "widgets-py", "widgets-py-models", "widgets-py-sources"}  # the code; the model data and the sources apart
     for spec in lock["packages"].values():
         assert assets.sha256((site / "pyodide" / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
 
@@ -59,10 +59,13 @@ def check_prerendered(site, page):
     lock = json.loads((runtime / config["lock"]).read_text())["packages"]
     data = lock[config["models"]["package"]]  # the model data, a wheel apart (bundle.py)
     assert assets.sha256((runtime / data["file_name"]).read_bytes()) == data["sha256"] == config["models"]["sha256"]
-    with zipfile.ZipFile(io.BytesIO(wheel)) as z, zipfile.ZipFile(runtime / data["file_name"]) as d:
-        assert "widgets_py/engine/browser.py" in z.namelist() and "widgets_py/maths/data/ca.txt" not in z.namelist()
+    sources = lock[config["sources"]]  # the compiled modules' source, a wheel apart (bundle.py)
+    with zipfile.ZipFile(io.BytesIO(wheel)) as z, zipfile.ZipFile(runtime / data["file_name"]) as d, \
+            zipfile.ZipFile(runtime / sources["file_name"]) as s:
+        assert "widgets_py/engine/browser.pyc" in z.namelist() and "widgets_py/engine/browser.py" not in z.namelist()
+        assert "widgets_py/engine/browser.py" in s.namelist() and "widgets_py/maths/data/ca.txt" not in z.namelist()
         assert {"widgets_py/maths/weights/manifest.json", "widgets_py/maths/data/ca.txt"} <= set(d.namelist())
-        assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in z.infolist() + d.infolist())  # no build time in the bytes
+        assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in z.infolist() + d.infolist() + s.infolist())  # no build time in the bytes
 
 
 def test_every_live_number_equals_cpython(site):
@@ -155,7 +158,7 @@ def test_a_copy_builds_its_own_widgets_with_the_shared_generator_command(tmp_pat
     assert "MkDocs 2" not in done.stderr and "NO_MKDOCS_2_WARNING" not in done.stderr  # Material's banner stays off
     html = (tmp_path / "site" / "cap15" / "index.html").read_text()
     assert "COPIA Prefill contra decode" in html
-    wheel = next((tmp_path / "site" / "pyodide").glob("widgets_py-*.whl"))
+    wheel = next((tmp_path / "site" / "pyodide").glob("widgets_py_sources-*.whl"))  # the source the «Codi» panel shows
     with zipfile.ZipFile(wheel) as bundle:
         assert "COPIA Prefill contra decode" in bundle.read("widgets_py/cap15/roofline.py").decode()
 
