@@ -433,6 +433,10 @@ def exercises_answer(engine, timeout: bool) -> None:
         assert verdict == "timeout" and time.monotonic() - start < 20, (verdict, said)
         wait_ready(engine)
         assert engine.js(CHECK_EXERCISE, "kv_bytes", solution)[0] == "pass"
+        # the fresh worker reruns every figure, fetching the model data again: a page left
+        # before that ends has its downloads cut, which Firefox reports as a service worker's
+        # "unexpected error" for the worker (its blob: URL: "Failed to load ‘’")
+        engine.wait("() => !document.querySelector('[data-busy]')", timeout=BOOT_S)
 
 
 def test_exercises_are_checked_served_and_from_the_single_file(engine, served, site, tmp_path):
