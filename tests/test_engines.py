@@ -261,7 +261,10 @@ def offline_after_one_visit(engine, site):
 
 def test_the_single_file_is_interactive_from_disk(engine, site, tmp_path):
     """The chapter's single file, alone in a folder, opened from file://: every widget ready,
-    every widget agrees with CPython after a change. (WebKit: until
+    every widget agrees with CPython after a change, the exercises are checked (issue 41), a
+    reader's edit makes no script and reads no local file (issue 45, L-6:
+    test_sandbox_engines.edit_from_disk_is_refused), the lay track opens from the same file.
+    One visit does it all: a boot from the file costs WebKit 15-30 s. (WebKit: until
     export_boot.js made the worker's script URLs in the page, every widget said "No s'ha
     pogut carregar Python (Error: Script error.)".)"""
     once_more_after_a_crash(engine, the_single_file_is_interactive_from_disk, engine, site, tmp_path)
@@ -281,6 +284,9 @@ def the_single_file_is_interactive_from_disk(engine, site, tmp_path):
     assert engine.js(WARM) == {"failed": []}
     seen = move_every_widget(engine)
     assert len(seen) >= 8
+    exercises_answer(engine, timeout=False)
+    from test_sandbox_engines import edit_from_disk_is_refused
+    edit_from_disk_is_refused(engine, tmp_path)
     engine.goto(single.as_uri() + "?pista=sense-formules")  # the lay track, from the same file
     wait_ready(engine)
     assert engine.js("() => document.title").startswith("Sense fórmules")
@@ -439,25 +445,17 @@ def exercises_answer(engine, timeout: bool) -> None:
         engine.wait("() => !document.querySelector('[data-busy]')", timeout=BOOT_S)
 
 
-def test_exercises_are_checked_served_and_from_the_single_file(engine, served, site, tmp_path):
-    """Issue 41 in Firefox and WebKit: served (with the time limit) and from the single file."""
-    def both():
+def test_exercises_are_checked_served(engine, served):
+    """Issue 41 in Firefox and WebKit, served: with the time limit, and progress kept over a
+    reload (from the single file: test_the_single_file_is_interactive_from_disk)."""
+    def served_twice():
         engine.goto(served(engine.name).url + "cap15/")
         wait_ready(engine)
         exercises_answer(engine, timeout=True)
         engine.goto(served(engine.name).url + "cap15/")  # progress kept over http: solved after a reload
         assert engine.js(SOLVED_AFTER_RELOAD, "kv_bytes") == "true"
-        single = tmp_path / "cap15.html"
-        source = site / "cap15" / downloads.FILE
-        if engine.name == "webkit":
-            engines.single_file_with_probe(source, single)
-        else:
-            shutil.copy(source, single)
-        engine.goto(single.as_uri())
-        wait_ready(engine)
-        exercises_answer(engine, timeout=False)
 
     errors_before = len(engine.errors())
-    once_more_after_a_crash(engine, both)
+    once_more_after_a_crash(engine, served_twice)
     assert console_errors(engine, errors_before) == []
     assert engine.recorder.hits == []

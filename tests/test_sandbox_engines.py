@@ -199,16 +199,16 @@ EDITED = """async (code, widget) => {
 }"""
 
 
-def test_reader_code_reaches_no_other_origin_no_storage_and_no_code_from_text(any_engine, plain, elsewhere):
-    any_engine.goto(plain + PAGE)
-    wait_ready(any_engine)
-    said = any_engine.js(EDITED, PROBE.replace("ELSEWHERE", elsewhere.url), "cost")
+def reader_code_reaches_nothing(engine, elsewhere) -> None:
+    """The page open, its widgets ready: a reader's edit reaches no other origin, no storage
+    and makes no code from text (PROBE), and the widgets stay ready."""
+    said = engine.js(EDITED, PROBE.replace("ELSEWHERE", elsewhere.url), "cost")
     found = json.loads(said.split("PROBE", 1)[1])
     assert found and all(v == "refused" for v in found.values()), found
-    any_engine.js("() => new Promise((resolve) => setTimeout(resolve, 1500))")  # what was sent has arrived
-    assert any_engine.js(EDITED, RAN, "cost") == "RANNone"  # no script of another origin or from text ran
+    engine.js("() => new Promise((resolve) => setTimeout(resolve, 1500))")  # what was sent has arrived
+    assert engine.js(EDITED, RAN, "cost") == "RANNone"  # no script of another origin or from text ran
     assert elsewhere.hits == []
-    assert any_engine.js(ALL_READY)
+    assert engine.js(ALL_READY)
 
 
 # M-2: a hanging edit, «Reinicia Python» on another widget: a fresh worker that does not run the
@@ -225,9 +225,11 @@ HUNG = "() => [...document.querySelectorAll('.tw-widget')].every(w => w.querySel
 RESTART = """() => document.querySelector('.tw-widget[data-widget="roofline"] .tw-hung button').click()"""
 
 
-def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, plain, site):
-    """M-2, and before it what a stored edit that hangs does: it waits as a draft when the
-    page opens; run, every widget says Python stopped answering."""
+def test_reader_code_reaches_nothing_and_a_restarted_python_keeps_a_hanging_edit_as_a_draft(any_engine, plain, elsewhere, site):
+    """In one visit (a boot of WebKit's costs 15-30 s): the hostile probe's routes from a
+    reader's edit (reader_code_reaches_nothing); then M-2, and before it what a stored edit that
+    hangs does: it waits as a draft when the page opens; run, every widget says Python stopped
+    answering."""
     instance = re.search(r'data-widget="cost" data-instance="([^"]+)"', (site / PAGE).read_text()).group(1)
     # stored from a page of the same origin without Python (one boot fewer than a reload)
     any_engine.goto(plain + "404.html")
@@ -237,6 +239,7 @@ def test_restarting_a_hung_python_keeps_the_hanging_edit_as_a_draft(any_engine, 
     cost = '.tw-widget[data-widget="cost"]'
     draft = f"() => [document.querySelector('{cost}').dataset.draft, document.querySelector('{cost}').dataset.edited, document.querySelectorAll('.tw-hung').length]"
     assert any_engine.js(draft) == ["true", None, 0]
+    reader_code_reaches_nothing(any_engine, elsewhere)
     any_engine.js(RUN_DRAFT)
     any_engine.wait(HUNG, timeout=60)
     any_engine.js(RESTART)
@@ -285,18 +288,30 @@ raise RuntimeError("PROBE" + json.dumps(out))
 """
 
 
-def test_from_disk_an_edit_makes_no_script_and_reads_no_local_file(any_engine, site, tmp_path):
+def test_from_disk_an_edit_makes_no_script_and_reads_no_local_file(browser, site, tmp_path):
+    """In Chromium; Firefox and WebKit walk it in test_engines' one visit to the single file
+    (test_the_single_file_is_interactive_from_disk), where a boot from the file is dear."""
     from build_hooks.export import downloads
 
-    single = tmp_path / "cap15.html"
-    single.write_bytes((site / "cap15" / downloads.FILE).read_bytes())
-    secret = tmp_path / "altre" / "secret.js"
-    secret.parent.mkdir()
+    engine = engines.Chromium(browser)
+    try:
+        single = tmp_path / "cap15.html"
+        single.write_bytes((site / "cap15" / downloads.FILE).read_bytes())
+        engine.goto(single.as_uri())
+        wait_ready(engine)
+        edit_from_disk_is_refused(engine, tmp_path)
+    finally:
+        engine.close()
+
+
+def edit_from_disk_is_refused(engine, folder) -> None:
+    """The single file open from `folder`, its widgets ready: an edit reaches none of FROM_DISK's
+    routes, and no script of another file runs."""
+    secret = folder / "altre" / "secret.js"
+    secret.parent.mkdir(exist_ok=True)
     secret.write_text("self.twRan = 'local';")
-    any_engine.goto(single.as_uri())
-    wait_ready(any_engine)
-    said = any_engine.js(EDITED, FROM_DISK.replace("LOCAL", secret.as_uri()), "cost")
+    said = engine.js(EDITED, FROM_DISK.replace("LOCAL", secret.as_uri()), "cost")
     found = json.loads(said.split("PROBE", 1)[1])
     assert found == dict.fromkeys(("blob: URL", "loadPyodide", "twExport", "importScripts file:", "XMLHttpRequest file:"),
                                   "refused"), found
-    assert any_engine.js(EDITED, RAN, "cost") == "RANNone"
+    assert engine.js(EDITED, RAN, "cost") == "RANNone"
