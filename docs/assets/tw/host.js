@@ -16,7 +16,8 @@
     modelsFailed: (why) => `No s'ha pogut carregar el model (${why}). La figura és la calculada en construir la pàgina.`,
     ready: "Interactiu: cada canvi es calcula amb Python al teu navegador.",
     bootFailed: (why) => `No s'ha pogut carregar Python (${why}). La figura és la calculada en construir la pàgina.`,
-    timeout: "Python triga massa a carregar. La figura és la calculada en construir la pàgina.",
+    slowBoot: "Python triga més del normal a carregar (l'ordinador està ocupat o la connexió és lenta). "
+      + "Mentrestant, la figura és la calculada en construir la pàgina; es farà interactiva quan arribi.",
     runFailed: (why) => `Error de Python: ${why}. Es manté la figura anterior.`,
     notShown: (why) => `No es mostra: ${why}. Es manté la figura anterior.`,
     file: "Pàgina oberta des del disc: la figura és la precalculada. Per fer-la interactiva, serveix la carpeta del lloc (vegeu el README).",
@@ -228,7 +229,7 @@
   }
 
   function fail(error) {
-    const message = error.kind === "timeout" ? TEXT.timeout : TEXT.bootFailed(error.message);
+    const message = TEXT.bootFailed(error.message);
     page.widgets.forEach((w) => setState(w, "error", message));
     document.dispatchEvent(new Event("tw:idle"));
   }
@@ -236,7 +237,7 @@
   function showProgress({ message, fraction }) {
     page.widgets.forEach((w) => {
       if (w.dataset[DATA.STATE] !== "loading") return;
-      part(w, CLASS.STATUS).textContent = `${TEXT.loading} ${message}`;
+      part(w, CLASS.STATUS).textContent = page.kernel.slow ? `${TEXT.slowBoot} ${message}`.trim() : `${TEXT.loading} ${message}`;
       part(w, CLASS.PROGRESS).value = fraction;
     });
   }
@@ -327,7 +328,7 @@
     const unsubscribe = here.unsubscribe;
     const booting = kernel.on((event) => {
       if (page !== here) return;
-      if (event.type === "progress") showProgress(event);
+      if (event.type === "progress" || event.type === "slow") showProgress(kernel.progress);
       else if (event.type === "error" && kernel.loaded) fail(event.error); // the worker died after booting
     });
     here.unsubscribe = () => {

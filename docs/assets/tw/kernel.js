@@ -15,7 +15,9 @@
   const P = tw.protocol;
   const HERE = /** @type {HTMLScriptElement} */ (document.currentScript).src || location.href; // assets/tw/kernel.js (inlined: no src)
   const ROOT = new URL("../../", HERE);
-  const BOOT_TIMEOUT_MS = 120000;
+  // A boot this long is slow (a busy phone, a slow link: issue 44), not failed: a "slow" event
+  // lets the page say so, and the widgets go live whenever Python arrives (only an error fails it)
+  const SLOW_BOOT_MS = 30000;
   // Once booted, the worker answers a ping between any two of its tasks (a staged run and a
   // training run take turns; no stage lasts a second): one not answered in HANG_MS means
   // Python is stuck (a reader's edit that never ends) or gone, and the page says so
@@ -25,7 +27,7 @@
   class BootError extends Error {
     constructor(kind, message) {
       super(message);
-      this.kind = kind; // "boot" (Python could not load) | "timeout" | "stopped" (restart())
+      this.kind = kind; // "boot" (Python could not load) | "stopped" (restart())
     }
   }
 
@@ -35,6 +37,7 @@
       this.sha256 = identity(config);
       this.failure = null; // a BootError once booting failed
       this.loaded = false;
+      this.slow = false; // the boot has taken SLOW_BOOT_MS and goes on
       this.warm = null; // once the worker's warm-up is over: {failed: [what did not load]}
       this.models = null; // once the model data is in, or could not be: {failed: null | why}
       this.modelsAsked = false; // LOAD_MODELS sent (loadModels)
@@ -70,7 +73,11 @@
         if (hidden) setTimeout(() => this.fail(failure), 1000);
         else this.fail(failure);
       };
-      this.timer = setTimeout(() => this.loaded || this.fail(new BootError("timeout", "timeout")), BOOT_TIMEOUT_MS);
+      this.timer = setTimeout(() => {
+        if (this.loaded || this.failure) return;
+        this.slow = true;
+        this.emit({ type: "slow" });
+      }, SLOW_BOOT_MS);
       const runtime = new URL(config.runtime, ROOT);
       // the lock changes with every build: its query names this build's, past any HTTP cache
       const lock = new URL(config.lock, runtime);
@@ -133,7 +140,8 @@
       }, BEAT_MS);
     }
 
-    /** Boot events: {type: "progress", message, fraction} | {type: "loaded"} | {type: "error", error}
+    /** Boot events: {type: "progress", message, fraction} | {type: "slow"} (still booting after
+     *  SLOW_BOOT_MS) | {type: "loaded"} | {type: "error", error}
      *  | {type: "warm", failed} (the worker's warm-up is over: a first change pays nothing
      *  more) | {type: "model-data", failed} (the model data is in: failed null; or why not)
      *  | {type: "hung"} | {type: "alive"}
