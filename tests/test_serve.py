@@ -124,6 +124,7 @@ def test_a_widget_edit_shows_on_every_page_that_places_it_and_no_page_keeps_the_
     whose widgets import nothing of clock.py, keep their HTML with the new wheel's site config."""
     site = serve.site()
     before = pages(site)
+    shipped = json.loads(serve.get("pyodide/pyodide-lock.json"))["packages"]["widgets-py"]["sha256"]
     old = "f\"mesurat amb {v['runtime']}\""  # a note its figure draws (what the widget computes, not its frame)
     edit(serve.project / "widgets_py" / "cap15" / "clock.py", old, "f\"mesurat 4242 amb {v['runtime']}\"")
     placing = ["cap15/index.html", "cap16/index.html"]
@@ -137,6 +138,7 @@ def test_a_widget_edit_shows_on_every_page_that_places_it_and_no_page_keeps_the_
     wheel = json.loads(unescape(next(iter(configs.values()))))["sha256"]
     lock = json.loads(serve.get("pyodide/pyodide-lock.json"))
     assert lock["packages"]["widgets-py"]["sha256"] == wheel, "the pages name another wheel than the lock's"
+    assert wheel != shipped, "the wheel was not rebuilt from the edited module"
     assert pages(site)["index.html"] == before["index.html"], "a page without widgets was written again"
 
 
