@@ -77,8 +77,10 @@ if SCAFFOLD is None:
     scaffold_into(SCAFFOLD)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-# The worker's warm-up state in a page (kernel.js: null until it is over, then {failed})
-KERNEL_WARM = """() => tw.kernel.get(JSON.parse(document.querySelector("script[data-config]").dataset.config)).warm"""
+# The page's kernel (kernel.js: the same object until the worker is restarted), and its
+# worker's warm-up state (null until it is over, then {failed})
+KERNEL = 'tw.kernel.get(JSON.parse(document.querySelector("script[data-config]").dataset.config))'
+KERNEL_WARM = f"() => {KERNEL}.warm"
 
 
 def build_site(dest: Path, project: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -5,7 +5,11 @@ tested in the browser; the directive and the build's proof in test_exercise_dire
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -185,6 +189,70 @@ def test_a_verdict_is_plain_data_for_the_page():
 
     verdict = ex("kv_bytes").check(ex("kv_bytes").starter).to_dict()
     assert json.loads(json.dumps(verdict)) == verdict and verdict["verdict"] == "fail" and verdict["hidden"] is False
+
+
+@contextlib.contextmanager
+def hangs_after(seconds: float):
+    """Within the block, SIGALRM raises after `seconds`: a check that the time limit does not stop
+    fails (as the reader's error) instead of hanging the suite."""
+    def ring(*_):
+        raise AssertionError(f"not stopped after {seconds} s")
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("code, line", [
+    ("while True:\n    pass\n", 1),  # while the module runs
+    ("def decode_ceiling(**kw):\n    while 1: pass\n", 2),  # in the function, a loop that never leaves its line
+    ("def decode_ceiling(**kw):\n    n = 0\n    while True:\n        try:\n            n += 1\n        except Exception:\n            pass\n", 3),
+])
+def test_a_loop_of_the_readers_lines_stops_itself_naming_its_line(code, line):
+    """The reader's lines stop after the time limit (reader_code.time_limited): `timeout`, the line
+    it had reached, the worker kept; an `except Exception` in the loop does not swallow it."""
+    start = time.monotonic()
+    with hangs_after(5):
+        verdict = ex("decode_ceiling").check(code, seconds=0.5)
+    took = time.monotonic() - start
+    assert verdict.verdict == "timeout" and verdict.line is not None, verdict
+    assert "en 0,5 s" in verdict.message and f"línia {verdict.line}" in verdict.message, verdict.message
+    assert line <= verdict.line <= line + 4 and 0.5 <= took < 2, (verdict, took)
+
+
+def test_the_time_limit_traces_only_the_readers_lines_and_puts_back_the_tracer_it_found():
+    """Frames of other files (the chapter's reference, numpy) run untraced, at full speed, and a
+    debugger's or coverage's tracer is in place again after the check."""
+    from widgets_py.engine import reader_code
+
+    def debugger(frame, event, arg):
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(debugger)
+    try:
+        with reader_code.time_limited("<exercici: x>", 10):
+            assert sys.gettrace()(sys._getframe(), "call", None) is None  # this frame is not the reader's
+        assert sys.gettrace() is debugger
+        assert ex("decode_ceiling").check("while True:\n    pass\n", seconds=0.2).verdict == "timeout"
+        assert sys.gettrace() is debugger
+    finally:
+        sys.settrace(previous)
+
+
+def test_the_pages_limit_comes_after_pythons_own():
+    """The page restarts Python only for what Python's own limit cannot stop (a loop inside one C
+    call): its limit (exercise.js LIMIT_MS) leaves Python's a margin to answer first."""
+    from pathlib import Path
+
+    from widgets_py.engine.exercise import TIME_LIMIT_S
+
+    js = (Path(__file__).resolve().parents[1] / "docs/assets/tw/exercise.js").read_text()
+    page_ms = int(re.search(r"const LIMIT_MS = (\d+);", js).group(1))
+    assert page_ms >= TIME_LIMIT_S * 1000 + 3000, (page_ms, TIME_LIMIT_S)
 
 
 def test_an_interrupt_is_the_pages_not_a_verdict():

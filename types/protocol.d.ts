@@ -138,7 +138,7 @@ interface TWDrivenFigure {
 }
 
 interface TWVerdictReply {
-  verdict: "pass" | "fail" | "error";
+  verdict: "pass" | "fail" | "error" | "timeout";
   message: string;
   passed: number;
   total: number;

@@ -17,9 +17,11 @@ A passing answer can also drive a figure (`Drives`): the widget's module calls o
 functions, a seam, and `driven` writes that module again with the reader's function behind the
 seam; the page applies it as a «Codi» edit (edits.py), so the figure says so until «Restaura».
 
-Not here: the time limit. A `while True: pass` cannot be stopped from inside Python; the page
-stops the worker that does not answer in time and says so (verdict `timeout`). A
-KeyboardInterrupt (Pyodide's interrupt buffer) is therefore let through, never graded.
+The time limit, twice: the reader's own lines stop themselves after TIME_LIMIT_S
+(reader_code.time_limited: verdict `timeout`, naming the line, the worker kept); a loop inside
+one C call has no line to stop at, and the page stops the worker that has not answered after
+its own, longer limit (exercise.js LIMIT_MS: `timeout` too, Python restarted). A
+KeyboardInterrupt (Pyodide's interrupt buffer) is let through, never graded.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 from . import fmt, reader_code
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")  # a registry key, used in Markdown and in data-exercise
+TIME_LIMIT_S = 8.0  # the reader's lines stop here, before the page's limit (exercise.js LIMIT_MS, 10 s)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Case:
 class Verdict:
     """The grade of one answer: plain data, sent to the page as it is (`to_dict`)."""
 
-    verdict: str  # "pass", "fail" or "error" (the page adds "timeout": the worker did not answer)
+    verdict: str  # "pass", "fail", "error" or "timeout" (here, or from the page: the worker did not answer)
     message: str  # Catalan, for the reader
     passed: int  # cases passed before the first that failed (all of them on a pass)
     total: int  # cases checked
@@ -122,11 +125,22 @@ class Exercise:
         """The reader's code as tracebacks name it."""
         return f"<exercici: {self.name}>"
 
-    def check(self, code: str) -> Verdict:
-        """The reader's `code` run as a module, its `function` graded on every case."""
+    def check(self, code: str, seconds: float = TIME_LIMIT_S) -> Verdict:
+        """The reader's `code` run as a module, its `function` graded on every case; its lines
+        stop after `seconds` (verdict `timeout`, at the line it had reached)."""
+        try:
+            with reader_code.time_limited(self.filename, seconds):
+                return self._check(code)
+        except reader_code.OutOfTime as stopped:
+            line = reader_code.line_of(stopped, self.filename)
+            where = f" (era a la línia {line})" if line else ""
+            return Verdict("timeout", f"El codi no ha acabat en {fmt.number(seconds, 0 if float(seconds).is_integer() else 1)} s i s'ha aturat{where}. "
+                                      "Hi ha algun bucle que no acaba?", 0, 0, line=line)
+
+    def _check(self, code: str) -> Verdict:
         try:
             module = reader_code.run_module(code, f"exercici_{self.name}", "", self.filename)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, reader_code.OutOfTime):
             raise
         except BaseException as exc:  # noqa: BLE001 - the reader's code may raise anything: report it
             error = reader_code.failure(exc, self.filename)
@@ -145,7 +159,7 @@ class Exercise:
             try:
                 with np.errstate(all="ignore"):  # a NaN is explained below, not warned about
                     got = fn(**copy.deepcopy(case.args))  # a copy: an answer may modify its arguments
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, reader_code.OutOfTime):
                 raise
             except BaseException as exc:  # noqa: BLE001
                 error = reader_code.failure(exc, self.filename)

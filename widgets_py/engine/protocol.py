@@ -140,8 +140,9 @@ class DrivenFigure(TypedDict):
 
 
 class VerdictReply(TypedDict):
-    """exercise.Verdict.to_dict(): a check's grade (the page adds "timeout": no reply in time)."""
-    verdict: Literal["pass", "fail", "error"]
+    """exercise.Verdict.to_dict(): a check's grade ("timeout": the reader's lines ran out of time;
+    the page says "timeout" too when no reply came in time)."""
+    verdict: Literal["pass", "fail", "error", "timeout"]
     message: str  # Catalan, for the reader
     passed: int
     total: int

@@ -183,8 +183,9 @@ const CALLS = {
   [P.CALLS.SOURCE]: (/** @type {TWSourcePayload} */ { widget }) => parse(entry.source(widget)),
   [P.CALLS.EDITED]: (/** @type {TWEditedPayload} */ { widget, key, code, params, layout = P.LAYOUT }) =>
     parse(entry.render_edited(widget, key, code, stringify(params), layout)),
-  // an exercise's hints (and solution, once tried); a check of the reader's answer, which may
-  // never end: the page restarts the worker then (exercise.js), this cannot stop it
+  // an exercise's hints (and solution, once tried); a check of the reader's answer, whose own
+  // lines stop after a time limit (exercise.py); a loop inside one C call may never end: the page
+  // restarts the worker then (exercise.js), this cannot stop it
   [P.CALLS.EXERCISE]: (/** @type {TWExercisePayload} */ { exercise, attempted }) => parse(entry.exercise(exercise, attempted)),
   [P.CALLS.CHECK]: (/** @type {TWCheckPayload} */ { exercise, code }, /** @type {number} */ id) => {
     send({ type: P.STEP, id, data: { started: true } }); // the page's time limit starts now
