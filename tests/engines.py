@@ -141,6 +141,12 @@ class Engine:
         raise EngineError(f"{self.name}: no restart")
     version = ""
 
+    def end_stopped_workers(self) -> None:
+        """After a test whose page stopped a worker in the middle of a loop (the exercise time
+        limit, «Reinicia Python»): what that worker may leave running is ended. Nothing here:
+        Firefox ends such a worker (its content process measured idle afterwards), and each
+        Chromium test closes its own context; WebKit overrides."""
+
     def call_source(self, code: str, args) -> str:
         return f"({code})(...{json.dumps(list(args))})"
 
@@ -264,6 +270,13 @@ class WebKit(Engine):
         self.driver.set_script_timeout(300)
         self.driver.set_page_load_timeout(PAGE_LOAD_S)
         self.version = "WebKitGTK " + self.driver.capabilities.get("browserVersion", "?")
+
+    def end_stopped_workers(self):
+        """WebKitGTK keeps a worker that was terminated inside a WebAssembly loop (Python's
+        `while True: pass`) spinning on its thread, after the page is left too: measured here,
+        one core for the rest of the session, which doubled the time of every later test. A new
+        session ends the web process that holds it."""
+        self.restart()
 
     def restart(self):
         try:

@@ -246,7 +246,17 @@ def test_reader_code_reaches_nothing_and_a_restarted_python_keeps_a_hanging_edit
     reader_code_reaches_nothing(any_engine, elsewhere)
     any_engine.js(RUN_DRAFT)
     any_engine.wait(HUNG, timeout=60)
-    any_engine.js(RESTART)
+    try:
+        any_engine.js(RESTART)
+        restarted_python_answers(any_engine, draft)
+    finally:
+        any_engine.end_stopped_workers()  # «Reinicia Python» stopped one inside `while True`
+
+
+def restarted_python_answers(any_engine, draft: str) -> None:
+    """After «Reinicia Python»: the hanging edit waits as a draft, the status says why, and the
+    fresh worker computes a change of another widget."""
+    cost = '.tw-widget[data-widget="cost"]'
     wait_ready(any_engine, RESTART_S)
     assert any_engine.js(draft)[:2] == ["true", None]
     status = any_engine.js(f"() => document.querySelector('{cost} .tw-code-status').textContent")
