@@ -5,10 +5,12 @@ CPython, keeps the quiz and makes no request at all."""
 
 from __future__ import annotations
 
+import io
 import json
 import posixpath
 import re
 import shutil
+import zipfile
 
 import pytest
 
@@ -258,6 +260,22 @@ def test_the_files_stdlib_leaves_out_what_a_file_cannot_run_unless_imported():
     assert single_file.top_names(zips.write({"a/b.pyc": b"", "c.pyc": b"", "d.py": b""})) == {"a", "c", "d"}
 
 
+def test_the_files_wheels_leave_out_stubs_headers_and_f2py_and_their_record_lines():
+    from build_hooks.runtime import zips
+
+    record = "numpy-2.0.2.dist-info/RECORD"
+    files = ["numpy/__init__.py", "numpy/__init__.pyi", "numpy/_core/x.pxd", "numpy/f2py/__init__.py",
+             "numpy/fft/__init__.py", "numpy/testing/__init__.py", "numpy/f2pyx.py"]
+    wheel = zips.write({**{f: b"x" for f in files}, record: "".join(f"{f},sha256=h,1\n" for f in files + [record]).encode()})
+    kept = single_file.without_unusable(wheel)
+    with zipfile.ZipFile(io.BytesIO(kept)) as z:
+        names = z.namelist()
+        listed = [line.split(",")[0] for line in z.read(record).decode().splitlines()]
+    assert names == ["numpy/__init__.py", "numpy/fft/__init__.py", "numpy/testing/__init__.py", "numpy/f2pyx.py", record]
+    assert listed == names  # RECORD names what is there, and only that
+    assert single_file.without_unusable(zips.write({"numpy/__init__.py": b""})) == zips.write({"numpy/__init__.py": b""})
+
+
 @pytest.mark.build
 def test_the_files_stdlib_is_the_whole_but_the_unrunnable(site):
     import gzip
@@ -267,3 +285,10 @@ def test_the_files_stdlib_is_the_whole_but_the_unrunnable(site):
     names = single_file.top_names(gzip.decompress(single_file.decode85(packed)))
     assert {"statistics", "fractions", "decimal", "json", "unittest", "pydoc"} <= names  # what a reader's edit may import
     assert not names & single_file.UNRUNNABLE
+    packed = re.search(r'data-name="(numpy-[^"]+\.whl)"[^>]*>([^<]+)<', single).group(2)
+    with zipfile.ZipFile(io.BytesIO(gzip.decompress(single_file.decode85(packed)))) as z:
+        wheel = z.namelist()
+        listed = {line.split(",")[0] for line in z.read("numpy-2.0.2.dist-info/RECORD").decode().splitlines()}
+    assert {"numpy/fft/__init__.py", "numpy/polynomial/__init__.py", "numpy/ma/__init__.py", "numpy/testing/__init__.py"} <= set(wheel)
+    assert not [n for n in wheel if n.startswith("numpy/f2py/") or n.endswith((".pyi", ".pxd"))]
+    assert listed == set(wheel)

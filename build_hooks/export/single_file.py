@@ -145,14 +145,27 @@ def top_names(zip_data: bytes) -> set[str]:
 def without_unrunnable(stdlib: bytes, imported: set[str]) -> bytes:
     """The stdlib zip without the UNRUNNABLE modules the worker does not import."""
     gone = UNRUNNABLE - imported
-    return zips.rewrite(stdlib, lambda name, body: None if re.sub(r"\.pyc?$", "", name.split("/")[0]) in gone else (name, body))
+    return zips.without(stdlib, lambda name: re.sub(r"\.pyc?$", "", name.split("/")[0]) in gone)
+
+
+# What of a package's wheel no import in the file can use: type stubs and Cython headers (read
+# by tools: trim.NEVER_IMPORTED), and numpy's f2py, which builds Fortran extensions with a
+# compiler in a second process (0,3 MB of the file). An edit that imports numpy.f2py is told
+# "No module named …", as for any absent module.
+UNUSABLE_IN_WHEELS = ("numpy/f2py/",)
+
+
+def without_unusable(wheel: bytes) -> bytes:
+    """A package's whole wheel without what no import in the file can use, its RECORD to match."""
+    return zips.without(wheel, lambda name: name.endswith(trim.NEVER_IMPORTED) or name.startswith(UNUSABLE_IN_WHEELS))
 
 
 def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict[str, bytes]:
     """Pyodide's core files and every package of the site's lock, each checked against the sha256
     the site's config (core files: pinned bytes, but the stdlib the site trimmed) or lock
     (packages) gives it; the whole archives in place of the trimmed ones (trim.py's index says
-    which: the file has no server to fetch a left-out module from), without bytecode
+    which: the file has no server to fetch a left-out module from), but for what no import in
+    the file can run or use (without_unrunnable, without_unusable), without bytecode
     (bytecode.py), and the lock with the packages' new names and sha256: bytecode would add
     2.5 MB (3.1 MB in base 85) to a file whose target is size, and it only saves start-up time."""
     runtime = site / config["runtime"]
@@ -174,7 +187,7 @@ def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict
             spec = lock["packages"][archive["completes"]]
             del raw[spec["file_name"]]
             spec["file_name"] = archive["file"]
-            raw[archive["file"]] = whole
+            raw[archive["file"]] = without_unusable(whole)
         else:  # a core file: the whole one under the name Pyodide loads, but what a file cannot run
             raw[archive["completes"]] = without_unrunnable(whole, top_names(raw[archive["completes"]]))
     files = {}

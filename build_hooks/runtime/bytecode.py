@@ -245,20 +245,7 @@ def add_to_zip(data: bytes, extra: dict[str, bytes], *, record: str | None = Non
 
 def strip(data: bytes) -> bytes:
     """`data` (a zip) without its bytecode, and a wheel's RECORD without the lines naming it."""
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        names = z.namelist()
-    if not any(name.endswith(".pyc") for name in names):
-        return data
-    listed = tuple(name.encode() + b"," for name in names if name.endswith(".pyc"))  # RECORD lines
-
-    def member(name: str, body: bytes) -> tuple[str, bytes] | None:
-        if name.endswith(".pyc"):
-            return None
-        if name.endswith(".dist-info/RECORD"):
-            body = b"".join(line for line in body.splitlines(keepends=True) if not line.startswith(listed))
-        return name, body
-
-    return zips.rewrite(data, member)
+    return zips.without(data, lambda name: name.endswith(".pyc"))
 
 
 if __name__ == "__main__":  # `python -m build_hooks.runtime.bytecode`: stage 1 ahead of a build (./dev does it)

@@ -73,3 +73,22 @@ def stored(data: bytes) -> bytes:
             info.compress_type = zipfile.ZIP_STORED
             z.writestr(info, body)
     return out.getvalue()
+
+
+def without(data: bytes, drop) -> bytes:
+    """The zip `data` without the members `drop(name)` is true of, and a wheel's RECORD without
+    the lines naming them; `data` itself when none is dropped."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        gone = {name for name in z.namelist() if drop(name)}
+    if not gone:
+        return data
+    listed = tuple(name.encode() + b"," for name in sorted(gone))  # RECORD lines: path,hash,size
+
+    def member(name: str, body: bytes) -> tuple[str, bytes] | None:
+        if name in gone:
+            return None
+        if name.endswith(".dist-info/RECORD"):
+            body = b"".join(line for line in body.splitlines(keepends=True) if not line.startswith(listed))
+        return name, body
+
+    return rewrite(data, member)
