@@ -11,6 +11,7 @@ import pytest
 
 import book
 from build_hooks.runtime import assets
+from conftest import KERNEL
 
 pytestmark = pytest.mark.browser
 
@@ -221,15 +222,16 @@ def test_second_widget_page_is_interactive_fast_with_python_kept_warm(watched, s
     page.goto(server + "cap15/index.html")
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
     first = time.perf_counter() - t0
-    page.evaluate("window.__samePage = true")  # survives an instant navigation, not a reload
+    page.evaluate(f"() => {{ window.__samePage = true; window.__twKernel = {KERNEL}; }}")  # survive an instant navigation, not a reload
     t1 = time.perf_counter()
     page.click(".tw-twin >> nth=0")
     page.wait_for_url("**/sense-formules.html#dues-fases")
     page.wait_for_function(ALL_READY, timeout=BOOT_MS)
     second = time.perf_counter() - t1
     assert page.evaluate("window.__samePage === true"), "the swap reloaded the page: Python went cold"
+    assert page.evaluate(f"() => {KERNEL} === window.__twKernel"), "a new worker: Python booted again"
     assert page.locator(".tw-widget").count() >= 5
-    assert second < first / 3, (first, second)
+    assert second < first, (first, second)  # no boot: was < first / 3, which a quick boot (2.3 s against 0.8 s) failed
     sel = '.tw-widget[data-widget="batching"]'
     page.focus(f"{sel} [name=slots]")
     page.keyboard.press("ArrowRight")
