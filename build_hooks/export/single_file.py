@@ -30,16 +30,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import io
 import json
+import os
 import posixpath
 import re
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from html import escape, unescape
 from pathlib import Path
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import zopfli.gzip

@@ -38,7 +38,7 @@ import numpy as np
 from . import fmt, reader_code
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")  # a registry key, used in Markdown and in data-exercise
-TIME_LIMIT_S = 8.0  # the reader's lines stop here, before the page's limit (exercise.js LIMIT_MS, 10 s)
+TIME_LIMIT_S = 8.0  # the reader's lines stop here, before the page's limit (exercise.js LIMIT_MS, 12 s)
 
 
 @dataclass(frozen=True)
@@ -134,8 +134,9 @@ class Exercise:
         except reader_code.OutOfTime as stopped:
             line = reader_code.line_of(stopped, self.filename)
             where = f" (era a la línia {line})" if line else ""
-            return Verdict("timeout", f"El codi no ha acabat en {fmt.number(seconds, 0 if float(seconds).is_integer() else 1)} s i s'ha aturat{where}. "
-                                      "Hi ha algun bucle que no acaba?", 0, 0, line=line)
+            limit = fmt.number(seconds, 0 if float(seconds).is_integer() else 1)
+            return Verdict("timeout", f"El codi no ha acabat en {limit} s i s'ha aturat{where}. Hi ha algun bucle que no acaba?",
+                           0, 0, line=line)
 
     def _check(self, code: str) -> Verdict:
         try:

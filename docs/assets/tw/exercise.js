@@ -12,8 +12,9 @@
 // `timeout`, naming the line; the worker is kept). A check that still does not answer in LIMIT_MS
 // from the moment the worker starts it (a loop inside one C call) is stopped: the worker is
 // restarted (host.js, whose widgets recompute in the fresh one, or the kernel itself on a page
-// without widgets), and the verdict is `timeout` too. After each check the result line carries data-verdict (pass | fail |
-// error | timeout) and is announced (aria-live); a pass sets data-solved="true" on the exercise.
+// without widgets), and the verdict is `timeout` too. After each check the result line carries
+// data-verdict (pass | fail | error | timeout) and is announced (aria-live); a pass sets
+// data-solved="true" on the exercise.
 // The verdict's words are plain text (text nodes; its `code` spans as <code>): nothing of the
 // reader's reaches the page as markup.
 //
