@@ -217,7 +217,17 @@ def reader_code_reaches_nothing(engine, elsewhere) -> None:
 
 # M-2: a hanging edit, «Reinicia Python» on another widget: a fresh worker that does not run the
 # edit again (it waits as a draft, as after «Atura»), and every widget computes.
-HANG = """(key) => localStorage.setItem(key, JSON.stringify({code: "while True:\\n    pass\\n"}))"""
+# Stored, then read back by a new document of the origin (a frame, once this task has ended):
+# Firefox keeps a page's writes in the page's own snapshot and hands them on after the task, so
+# a navigation straight after the write once opened the chapter without it (a full run, loaded)
+HANG = """async (key) => {
+  localStorage.setItem(key, JSON.stringify({code: "while True:\\n    pass\\n"}));
+  await new Promise((r) => setTimeout(r, 0));
+  const frame = document.createElement('iframe');
+  frame.src = location.href;
+  await new Promise((r) => { frame.onload = r; document.body.append(frame); });
+  return frame.contentWindow.localStorage.getItem(key) !== null;
+}"""
 RUN_DRAFT = """async () => {
   const w = document.querySelector('.tw-widget[data-widget="cost"]');
   w.querySelector('.tw-code-toggle').click();
@@ -237,12 +247,14 @@ def test_reader_code_reaches_nothing_and_a_restarted_python_keeps_a_hanging_edit
     instance = re.search(r'data-widget="cost" data-instance="([^"]+)"', (site / PAGE).read_text()).group(1)
     # stored from a page of the same origin without Python (one boot fewer than a reload)
     any_engine.goto(plain + "404.html")
-    any_engine.js(HANG, f"tw-codi:/{PAGE.removesuffix('index.html')}#{instance}")
+    key = f"tw-codi:/{PAGE.removesuffix('index.html')}#{instance}"
+    assert any_engine.js(HANG, key) is True
     any_engine.goto(plain + PAGE)  # the stored edit is a draft: it does not run by itself
     wait_ready(any_engine)
     cost = '.tw-widget[data-widget="cost"]'
     draft = f"() => [document.querySelector('{cost}').dataset.draft, document.querySelector('{cost}').dataset.edited, document.querySelectorAll('.tw-hung').length]"
-    assert any_engine.js(draft) == ["true", None, 0]
+    seen = any_engine.js(draft)
+    assert seen == ["true", None, 0], (seen, any_engine.js("(key) => [location.href, localStorage.getItem(key)]", key))
     reader_code_reaches_nothing(any_engine, elsewhere)
     any_engine.js(RUN_DRAFT)
     any_engine.wait(HUNG, timeout=60)
