@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import http.server
 import os
@@ -71,12 +72,18 @@ SUITE_CHAPTERS = (SCAFFOLDED[0], *sorted(p.name for p in (FIXTURE / "docs").iter
 SCAFFOLD = next((Path(p).parent for p in widgets_py.__path__ if Path(p).parent.name.startswith("textbook-scaffold-")), None)
 if SCAFFOLD is None:
     SCAFFOLD = Path(tempfile.mkdtemp(prefix="textbook-scaffold-"))
+    # removed as the process that made it ends (not a forked child of it: a mutation run's)
+    atexit.register(lambda made_by=os.getpid(): os.getpid() == made_by and shutil.rmtree(SCAFFOLD, ignore_errors=True))
     (SCAFFOLD / "widgets_py").mkdir()
     (SCAFFOLD / "mkdocs.yml").write_text("nav:\n")
     widgets_py.__path__.append(str(SCAFFOLD / "widgets_py"))
     scaffold_into(SCAFFOLD)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+# The suite's Chromium runs WebAssembly on its baseline tier alone (Liftoff), as its WebKit does
+# (engines.TEST_TIERS says why, with what was measured); the benchmarks run CHROMIUM_ARGS, the
+# engine as readers get it.
+CHROMIUM_TEST_ARGS = [*CHROMIUM_ARGS, "--js-flags=--liftoff-only"]
 # The page's kernel (kernel.js: the same object until the worker is restarted), and its
 # worker's warm-up state (null until it is over, then {failed})
 KERNEL = 'tw.kernel.get(JSON.parse(document.querySelector("script[data-config]").dataset.config))'
@@ -172,7 +179,7 @@ def browser():
     import engines
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_TEST_ARGS)
         made = b.new_context
 
         def new_context(**options):
@@ -205,7 +212,7 @@ def launched():
                 pytest.fail(f"{name}: {why}; CI runs the core suite in every engine")
             pytest.skip(f"{name} not available: {why}")
         recorder = engines.Recorder()
-        browser = engines.launch(name, recorder.address)
+        browser = engines.launch(name, recorder.address, engines.TEST_TIERS.get(name))
         browser.recorder = recorder
         sessions[name] = browser
         # the recorder does see what leaves 127.0.0.1 in this engine (a test that cannot fail is no test)

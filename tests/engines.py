@@ -197,10 +197,10 @@ class Chromium(Engine):
 class Firefox(Engine):
     name = "firefox"
 
-    def __init__(self, proxy: str):
+    def __init__(self, proxy: str, env: dict[str, str]):
         options = {"executablePath": firefox_binary(), "proxy": proxy}
         # release builds read services.settings.server (firefox.mjs) only with this set
-        env = {**os.environ, "MOZ_REMOTE_SETTINGS_DEVTOOLS": "1"}
+        env = {**os.environ, **env, "MOZ_REMOTE_SETTINGS_DEVTOOLS": "1"}
         self.proc = subprocess.Popen(["node", str(HERE / "firefox.mjs"), json.dumps(options)], cwd=HERE, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.next = 0
@@ -244,9 +244,9 @@ class Firefox(Engine):
 class WebKit(Engine):
     name = "webkit"
 
-    def __init__(self, proxy: str):
+    def __init__(self, proxy: str, env: dict[str, str]):
         self.xvfb = None
-        self.env = dict(os.environ)
+        self.env = {**os.environ, **env}
         if not self.env.get("DISPLAY"):
             self.xvfb, self.env["DISPLAY"] = start_xvfb()
         self.proxy = proxy
@@ -354,8 +354,19 @@ def start_xvfb():
     raise EngineError("Xvfb did not start")
 
 
-def launch(engine: str, proxy: str) -> Engine:
-    return {"firefox": Firefox, "webkit": WebKit}[engine](proxy)
+# What the suite sets in each engine's environment: WebAssembly on the baseline tier alone. The
+# tests check behaviour, and on a 2-core machine the optimizing tiers' compiles take the second
+# core for seconds per Python boot, slowing the test itself and whatever runs beside it.
+# Measured here, one cold visit of cap15 to every widget ready (wall / CPU of the machine):
+# WebKitGTK 8.4 s / 13.5 s, with JSC_useOMGJIT=0 5.8 s / 8.4 s; Chromium (conftest:
+# --js-flags=--liftoff-only) 3.0 s / 8.3 s, 2.5 s / 6.7 s; Firefox, without its optimizing
+# tier, 2.3 s either way, so it runs as shipped. The benchmarks run every engine as shipped.
+TEST_TIERS = {"webkit": {"JSC_useOMGJIT": "0"}}
+
+
+def launch(engine: str, proxy: str, env: dict[str, str] | None = None) -> Engine:
+    """A session of `engine` whose traffic off 127.0.0.1 goes to `proxy`; `env`: added to its environment."""
+    return {"firefox": Firefox, "webkit": WebKit}[engine](proxy, env or {})
 
 
 def with_probe(html: bytes) -> bytes:
