@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import shutil
 import subprocess
 import zipfile
@@ -42,6 +43,41 @@ def test_adding_to_an_archive_keeps_every_member_records_the_new_ones_and_strips
     assert bytecode.add_to_zip(original, extra, record="pkg-1.dist-info/RECORD") == added  # same inputs, same bytes
     assert bytecode.add_to_zip(original, {}) == original
     assert members(bytecode.strip(added)) == members(original)  # the single-file export ships none
+
+
+def test_a_rewrite_keeps_the_compressed_bytes_of_the_members_it_does_not_change():
+    """zips.rewrite copies an unchanged member as it is (numpy's wheel: a second of every build
+    was deflating its members again), renamed or not; a changed one is deflated anew."""
+    from build_hooks.runtime import zips
+
+    words = random.Random(0).choices([b"numpy", b"wheel", b"member", b"deflate", b"zip", b"byte"], k=4000)
+    body = b" ".join(words)  # text that zlib's levels 1 and 6 pack differently
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name in ("a/x.bin", "a/y.bin", "a/z.bin"):
+            z.writestr(zipfile.ZipInfo(name, date_time=(2025, 6, 5, 3, 9, 0)), body,
+                       compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)  # not zlib's default level
+    original = out.getvalue()
+    renamed = {"a/y.bin": "b/y.bin"}
+    done = zips.rewrite(original, lambda name, data: (renamed.get(name, name), data + b"!" if name == "a/z.bin" else data),
+                        {"c/new.bin": body})
+
+    def raw(data: bytes) -> dict[str, tuple[bytes, tuple]]:  # name -> (compressed bytes, timestamp)
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            assert z.testzip() is None  # every CRC holds
+            found = {}
+            for info in z.infolist():
+                z.fp.seek(info.header_offset + 26)
+                skip = int.from_bytes(z.fp.read(2), "little") + int.from_bytes(z.fp.read(2), "little")
+                z.fp.seek(skip, io.SEEK_CUR)
+                found[info.filename] = (z.fp.read(info.compress_size), info.date_time)
+            return found
+
+    before, after = raw(original), raw(done)
+    assert list(after) == ["a/x.bin", "b/y.bin", "a/z.bin", "c/new.bin"]
+    assert after["a/x.bin"] == before["a/x.bin"] and after["b/y.bin"] == before["a/y.bin"]
+    assert members(done)["a/z.bin"] == body + b"!" and after["a/z.bin"][1] == (2025, 6, 5, 3, 9, 0)
+    assert members(done)["c/new.bin"] == body
 
 
 def test_bytecode_goes_where_each_importer_looks_for_it():

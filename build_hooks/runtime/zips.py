@@ -10,7 +10,9 @@ very bytes they were.
 
 from __future__ import annotations
 
+import copy
 import io
+import struct
 import zipfile
 
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip timestamp: no build time in the bytes
@@ -46,19 +48,48 @@ def append(data: bytes, extra: dict[str, bytes]) -> bytes:
 
 def rewrite(data: bytes, member, extra: dict[str, bytes] | None = None) -> bytes:
     """The zip `data` with each member as member(name, body) gives it, (new name, new body) or
-    None to leave it out, keeping its timestamp and compression; then `extra`, in name order."""
+    None to leave it out, keeping its timestamp and compression; then `extra`, in name order.
+    A member whose body comes back as it was keeps its very compressed bytes (`_copy`)."""
     src = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for info in src.infolist():
-            kept = member(info.filename, src.read(info))
+            body = src.read(info)
+            kept = member(info.filename, body)
             if kept is None:
                 continue
-            info.filename, body = kept
-            z.writestr(info, body)
+            if kept[1] is body:
+                _copy(z, src, info, kept[0])
+            else:
+                info.filename = kept[0]
+                z.writestr(info, kept[1])
         for name in sorted(extra or {}):
             z.writestr(entry(name), extra[name])
     return out.getvalue()
+
+
+_LOCAL = struct.Struct("<4s2B4HL2L2H")  # a member's local header, before its name and extra field
+
+
+def _copy(z: zipfile.ZipFile, src: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None:
+    """`info`'s member of `src` into `z` (open for writing) under `name`, its compressed bytes
+    as they are: deflating again every member of numpy's wheel took a second of each build, and
+    the bytes would be this machine's zlib's rather than the archive's own. zipfile has no call
+    for it, so this writes what its writestr would: the local header, the data, the entry."""
+    src.fp.seek(info.header_offset)
+    header = _LOCAL.unpack(src.fp.read(_LOCAL.size))
+    src.fp.seek(header[10] + header[11], io.SEEK_CUR)  # the name and the extra field
+    raw = src.fp.read(info.compress_size)
+    copied = copy.copy(info)
+    copied.filename = name
+    copied.flag_bits &= ~0x08  # sizes in the header, no data descriptor after the data
+    copied.header_offset = z.fp.tell()
+    z.fp.write(copied.FileHeader())
+    z.fp.write(raw)
+    z.filelist.append(copied)
+    z.NameToInfo[name] = copied
+    z.start_dir = z.fp.tell()
+    z._didModify = True
 
 
 def stored(data: bytes) -> bytes:
