@@ -164,7 +164,7 @@ def test_a_restart_during_the_fixed_numbers_raises_no_page_error(watched, server
 # L-14: Material's stored palette, damaged, is set aside before Material reads it
 @pytest.mark.parametrize("stored", ["{", "[1,2]", "5", '"x"', '{"index":"x"}', '{"color":{"scheme":[1]}}'])
 def test_a_damaged_stored_palette_is_ignored(watched, server, stored):
-    page = _blocked(watched, server, PAGE)
+    page = _blocked(watched, server, "index.html")  # every page has the toggle: the lightest one
     key = page.evaluate("() => __md_scope.pathname + '.__palette'")
     page.evaluate("([k, v]) => localStorage.setItem(k, v)", [key, stored])
     page.reload()
