@@ -143,11 +143,14 @@ def test_a_restart_during_the_fixed_numbers_raises_no_page_error(watched, server
     """L-13: a worker stopped while the numbers at fixed parameters are being asked of it
     (they are asked again of a fresh worker, after a restart) leaves no uncaught rejection."""
     page = watched.page
+    page.clock.install()  # the page's clock runs on; moved past kernel.js's HANG_MS below, not waited for
     page.goto(server + PAGE)
     ready(page)
     assert page.locator(".tw-fixed").count() > 0  # numbers at fixed parameters: refreshFixed has work
     start_edit(page, "while True:\n    pass\n")
     page.click(f"{SEL} .tw-code-run")
+    page.wait_for_timeout(2000)  # a ping has gone out to the worker stuck in the loop (BEAT_MS)
+    page.clock.fast_forward(10_500)
     page.wait_for_selector(f"{SEL} .tw-hung button", timeout=30_000)
     page.click(f"{SEL} .tw-hung button")  # «Reinicia Python»: the fresh worker is asked for the fixed numbers…
     page.evaluate("""() => {
