@@ -123,7 +123,7 @@ def test_the_site_serves_the_pinned_archives_and_bytecode_of_what_the_worker_imp
 
 
 CHECK = """\
-import importlib, importlib.machinery, json, sys, zipimport
+import importlib, importlib.machinery, importlib.util, json, sys, zipimport
 def from_source():
     return sorted(m.__spec__.origin for m in list(sys.modules.values())
                   if getattr(m, "__spec__", None) and (m.__spec__.origin or "").endswith(".py"))
@@ -140,7 +140,12 @@ import numpy
 from widgets_py.engine import registry
 for name in registry.modules():  # the widget modules, as the warm-up imports them
     importlib.import_module(name)
-json.dumps({"booted_from_source": booted, "compiled": compiled, "loaded": len(sys.modules)})
+def columns(code):  # a location table with column ranges, in `code` or a function of it
+    return any(col is not None for _, _, col, _ in code.co_positions()) or any(
+        columns(c) for c in code.co_consts if isinstance(c, type(code)))
+with_columns = [name for name in ("json", "numpy._core.numeric", "widgets_py.engine.registry")
+                if columns(importlib.util.find_spec(name).loader.get_code(name))]
+json.dumps({"booted_from_source": booted, "compiled": compiled, "loaded": len(sys.modules), "with_columns": with_columns})
 """
 
 RUN = """\
@@ -170,6 +175,7 @@ def test_the_readers_interpreter_reads_the_bytecode_and_compiles_nothing(site, t
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["loaded"] > 300  # the imports did happen
     assert got["booted_from_source"] == [] and got["compiled"] == []
+    assert got["with_columns"] == []  # compiled without column ranges (bytecode.py: PYTHONNODEBUGRANGES)
 
 
 def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, tmp_path, capsys):

@@ -21,6 +21,11 @@ compiled on first use as before. Two stages, each cached under a hash of its inp
 - `package()`: our entry module and every widget module warmed, on top of the first stage.
   It changes with our code, and is skipped under `mkdocs serve`.
 
+The bytecode carries line numbers but no column ranges (`PYTHONNODEBUGRANGES`, PEP 657): a
+traceback through a shipped module names its line without the `^^^` under the expression,
+and the location tables, a fifth of a module's deflated bytecode, are not downloaded (a
+reader's own code, compiled in the browser, keeps them).
+
 The bytes depend only on the inputs: the same wasm interpreter, hash-based .pyc (no
 timestamps), sorted lists; marshal sorts frozen sets (Python 3.11+) and the string hash seed
 is fixed anyway; and marshal's references depend on the compiled code alone (compiling in a
@@ -57,7 +62,7 @@ const { loadPyodide } = require(dir + "/pyodide.js");
 const fs = require("fs");
 (async () => {
   const py = await loadPyodide({ indexURL: dir + "/", lockFileURL: dir + "/pyodide-lock.json",
-                                 env: { PYTHONHASHSEED: "0" }, stdout: (s) => process.stderr.write(s + "\\n") });
+                                 env: { PYTHONHASHSEED: "0", PYTHONNODEBUGRANGES: "1" }, stdout: (s) => process.stderr.write(s + "\\n") });
   await py.loadPackage(pkg, { messageCallback: () => {}, errorCallback: (m) => process.stderr.write(m + "\\n") });
   py.FS.mkdirTree("/bytecode");
   py.FS.mount(py.FS.filesystems.NODEFS, { root: out }, "/bytecode");
