@@ -81,8 +81,8 @@ if SCAFFOLD is None:
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 # The suite's Chromium runs WebAssembly on its baseline tier alone (Liftoff), as its WebKit does
-# (engines.TEST_TIERS says why, with what was measured); the benchmarks run CHROMIUM_ARGS, the
-# engine as readers get it.
+# (engines.TEST_TIERS says why, with what was measured); the benchmarks, and a test whose claim
+# is a time (`shipped_browser`), run CHROMIUM_ARGS, the engine as readers get it.
 CHROMIUM_TEST_ARGS = [*CHROMIUM_ARGS, "--js-flags=--liftoff-only"]
 # The page's kernel (kernel.js: the same object until the worker is restarted), and its
 # worker's warm-up state (null until it is over, then {failed})
@@ -173,25 +173,44 @@ def chromium_path() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def browser():
+def playwright():
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as p:
+        yield p
+
+
+def _chromium(playwright, args: list[str]):
+    """A Chromium whose contexts' pages wait for a load as long as the other engines' do
+    (engines.PAGE_LOAD_S), not Playwright's 30 s: a busy machine passes that."""
     import engines
 
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_TEST_ARGS)
-        made = b.new_context
+    b = playwright.chromium.launch(executable_path=chromium_path(), args=args)
+    made = b.new_context
 
-        def new_context(**options):
-            """A context whose pages wait for a load as long as the other engines' do
-            (engines.PAGE_LOAD_S), not Playwright's 30 s: a busy machine passes that."""
-            context = made(**options)
-            context.set_default_navigation_timeout(engines.PAGE_LOAD_S * 1e3)
-            return context
+    def new_context(**options):
+        context = made(**options)
+        context.set_default_navigation_timeout(engines.PAGE_LOAD_S * 1e3)
+        return context
 
-        b.new_context = new_context
-        yield b
-        b.close()
+    b.new_context = new_context
+    return b
+
+
+@pytest.fixture(scope="session")
+def browser(playwright):
+    b = _chromium(playwright, CHROMIUM_TEST_ARGS)
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def shipped_browser(playwright):
+    """Chromium with every WebAssembly tier, as readers get it (CHROMIUM_ARGS): for a test whose
+    claim is a time (in-browser training within a minute)."""
+    b = _chromium(playwright, CHROMIUM_ARGS)
+    yield b
+    b.close()
 
 
 @pytest.fixture(scope="session")
