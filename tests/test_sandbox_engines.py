@@ -219,8 +219,8 @@ def reader_code_reaches_nothing(engine, elsewhere) -> None:
 # M-2: a hanging edit, «Reinicia Python» on another widget: a fresh worker that does not run the
 # edit again (it waits as a draft, as after «Atura»), and every widget computes.
 # Stored, then read back by a new document of the origin (a frame, once this task has ended):
-# Firefox keeps a page's writes in the page's own snapshot and hands them on after the task, so
-# a navigation straight after the write once opened the chapter without it (a full run, loaded)
+# a navigation straight after the write once opened the chapter without it in Firefox (a full
+# run, loaded; not reproduced alone), likely as Firefox hands a page's writes on after the task
 HANG = """async (key) => {
   localStorage.setItem(key, JSON.stringify({code: "while True:\\n    pass\\n"}));
   await new Promise((r) => setTimeout(r, 0));
