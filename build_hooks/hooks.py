@@ -22,13 +22,14 @@ CONCERNS = ("build_hooks.runtime.assemble", "build_hooks.pages.exercises", "buil
             "build_hooks.pages.prerender", "build_hooks.authoring.preview", "build_hooks.pages.codepanel",
             "build_hooks.pages.glossary", "build_hooks.pages.mathml", "build_hooks.pages.narrow", "build_hooks.hosting.csp",
             "build_hooks.export.downloads", "build_hooks.hosting.headers", "build_hooks.hosting.offline",
-            "build_hooks.hosting.compress", "build_hooks.hosting.size")
+            "build_hooks.hosting.preload", "build_hooks.hosting.compress", "build_hooks.hosting.size")
 # exercises first among the pages (its proof stops a build before any page is rendered);
 # quiz before prerender (it expands its own md: directives), codepanel after it (it reads its widgets);
 # preview after prerender (it reads what each page uses; only under ./dev serve); narrow after mathml
 # (it wraps long formulas); csp after every <script> is in;
 # downloads reads the written pages; headers reads every page's CSP, the downloads' too; offline after them
-# (sw.js lists every file); compress after them (it compresses sw.js too); size last (it counts every file)
+# (sw.js lists every file); preload after offline (it asks for every script of <head>, offline.js too);
+# compress after them (it compresses sw.js too); size last (it counts every file)
 
 
 def _within(package, root: str) -> bool:

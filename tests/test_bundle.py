@@ -56,6 +56,20 @@ def test_no_folder_or_file_of_the_bundle_is_written_in_the_browser_code():
             assert value not in js, (script, value)
 
 
+def test_the_worker_s_url_names_its_version_and_those_of_what_it_imports():
+    """worker.js imports protocol.js and lockdown.js at the versions its URL names: a new build
+    of either is a new URL of the worker, which no cache pairs with the old one."""
+    versions = {"assets/tw/worker.js": "w1", "assets/tw/protocol.js": "p2", "assets/tw/lockdown.js": "l3",
+                "pyodide/pyodide-lock.json": "k4"}
+    assert bundle.worker_url(versions) == "assets/tw/worker.js?v=w1&protocol=p2&lockdown=l3"
+    assert bundle.worker_url({}) == "assets/tw/worker.js"  # a bare site: nothing versioned
+    config = bundle.site_config(bundle.make_wheel(bundle.package_files()), {}, versions)
+    assert config["worker"] == bundle.worker_url(versions)
+    js = (ROOT / "docs" / "assets" / "tw" / "worker.js").read_text()
+    imported = set(re.findall(r'script\("(\w+)"\)', js))
+    assert imported == set(bundle.WORKER_IMPORTS) and all(f"{k}.js" == v for k, v in bundle.WORKER_IMPORTS.items())
+
+
 def test_protocol_constants_are_written_once():
     """Message type strings live in protocol.js; the kernel and the worker use its names."""
     protocol = (ROOT / "docs" / "assets" / "tw" / "protocol.js").read_text()

@@ -237,6 +237,7 @@ interface TWSiteConfig {
   sha256: string;
   models: TWModelData | null;
   sources: string | null;
+  worker: string;
   core: Record<string, string>;
   versions: Record<string, string>;
   markup: TWMarkupAllowList;

@@ -47,6 +47,7 @@ import zopfli.gzip
 from widgets_py.engine.dom import Class
 
 from .. import cache
+from ..hosting import csp, preload
 from ..runtime import assets, bytecode, trim, zips
 
 HERE = Path(__file__).resolve().parent
@@ -65,7 +66,6 @@ SCRIPT_SRC = re.compile(r'<script\b([^>]*?)\s*\bsrc="([^"]+)"([^>]*)></script>')
 STYLESHEET = re.compile(r'<link rel="stylesheet" href="([^"]+)"\s*/?>')
 ICON = re.compile(r'(<link rel="icon" href=")([^"]+)(")')
 NAV_LINK = re.compile(r'<link rel="(?:prev|next|canonical)" href="[^"]*"\s*/?>\s*')
-CSP_META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="[^"]*">')
 ANCHOR = re.compile(r'<a\b([^>]*?)\shref="([^"]*)"')
 CONFIG = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
 DOWNLOAD = re.compile(r'<p class="tw-download">.*?</p>', re.S)
@@ -276,7 +276,8 @@ def _page(site: Path, page: str, tracks: dict[str, str]) -> str:
     html = (site / page).read_text()
     page_dir = posixpath.dirname(page)
     site_url = published_url(html)
-    html = CSP_META.sub("", html)
+    html = csp.POLICY_META.sub("", html)
+    html = preload.PRELOAD.sub("", html)  # the file inlines what they fetch
     html = DOWNLOAD.sub("", html)
     html = NAV_LINK.sub("", html)
 

@@ -12,6 +12,7 @@ import hashlib
 import re
 
 INLINE = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>(.*?)</script>", re.S)
+POLICY_META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="[^"]*">')  # what on_post_page writes
 POLICY = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval' {hashes}; style-src 'self' 'unsafe-inline'; "
           "img-src 'self' data:; font-src 'self'; connect-src 'self'; worker-src 'self' blob:; "
           "object-src 'none'; base-uri 'self'; form-action 'self'")

@@ -51,6 +51,8 @@ VERSION = "0.1.0"
 ENTRY = "widgets_py.engine.browser"  # the module the worker imports: render(), fixed(), Trainer
 RUNTIME_DIR = "pyodide/"  # Pyodide's files, numpy, our wheel and the lock, in the built site
 LOCK = "pyodide-lock.json"
+SCRIPTS_DIR = "assets/tw/"  # the site's own scripts, from its root (worker.js and what it imports)
+WORKER_IMPORTS = {"protocol": "protocol.js", "lockdown": "lockdown.js"}  # worker.js's imports, by its URL's keys
 NUMPY_RECORD = "numpy-2.0.2.dist-info/RECORD"
 INFO = InfoSpec(arch="wasm32", platform="emscripten_3_1_58", version=assets.PYODIDE_VERSION,
                 python="3.12.7", abi_version="2024_0")  # as in the official 0.27.7 lock
@@ -150,9 +152,20 @@ def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str],
     `markup`: what a widget's figure may contain (widgets_py/engine/markup.py), for the
     page's sanitiser. `models`: the model data's wheel, as the lock names it, and its sha256
     (none: the site has no model data). `sources`: the compiled modules' source, as the lock
-    names it (none: the code's wheel carries every source). Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
+    names it (none: the code's wheel carries every source). `worker`: worker.js's URL
+    (worker_url). Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
     """
     return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256,
             "models": {"package": MODELS_KEY, "sha256": models.sha256} if models else None,
-            "sources": SOURCES_KEY if sources else None,
+            "sources": SOURCES_KEY if sources else None, "worker": worker_url(versions),
             "core": core, "versions": versions, "markup": markup.allow_list()}
+
+
+def worker_url(versions: dict[str, str]) -> str:
+    """worker.js from the site's root, with its version and those of the scripts it imports
+    (`worker.js?v=…&protocol=…&lockdown=…`: worker.js imports them at those): kernel.js starts
+    it, and csp.py has the page preload it. A file without a version goes without one."""
+    pairs = [("v", SCRIPTS_DIR + protocol.SCRIPTS["WORKER"]),
+             *((key, SCRIPTS_DIR + file) for key, file in WORKER_IMPORTS.items())]
+    query = "&".join(f"{key}={versions[path]}" for key, path in pairs if path in versions)
+    return SCRIPTS_DIR + protocol.SCRIPTS["WORKER"] + ("?" + query if query else "")

@@ -257,6 +257,7 @@ class SiteConfig(TypedDict):
     sha256: str  # the wheel's: one build's kernel is not another's (nor are the model data's, below)
     models: ModelData | None  # None: the site has no model data
     sources: str | None  # the compiled modules' source, as the lock names it (None: in the code's wheel)
+    worker: str  # worker.js from the site's root, with the versions of it and its imports (`?v=…`)
     core: dict[str, str]  # Pyodide's files as served -> sha256 (export.py copies them)
     versions: dict[str, str]  # site path -> hash of the bytes of each file a script loads by URL (`?v=`)
     markup: MarkupAllowList

@@ -53,7 +53,7 @@
       // a single-file export (build_hooks/export/single_file.py) makes its worker from the bytes it carries
       this.blob = null; // the blob: URL its worker started from, revoked when it ends
       this.worker = tw.embedded ? tw.embedded.worker()
-        : this.spawn(this.at(P.WORKER, { protocol: "protocol.js", lockdown: "lockdown.js" }));
+        : this.spawn(new URL(config.worker, ROOT));
       // offline.js: on a first visit, hold the messages (and so Pyodide's downloads) until the
       // service worker controls this page and the worker, so each file is fetched once
       const gate = (tw.offline && tw.offline.controlled) || null;
@@ -106,16 +106,6 @@
       const code = `self.twScript = ${JSON.stringify(script.href)};\nimportScripts(${JSON.stringify(script.href)});\n`;
       this.blob = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
       return new Worker(this.blob);
-    }
-
-    /** The URL of a script beside this one, with its build's version (`?v=`, the hash of its
-     *  bytes), and the versions of the scripts it imports under their names' stems. */
-    at(name, imports = {}) {
-      const url = new URL(name, HERE);
-      const version = (file) => this.versions[new URL(file, HERE).pathname.slice(ROOT.pathname.length)]; // by site path
-      if (version(name)) url.searchParams.set("v", version(name));
-      for (const [key, file] of Object.entries(imports)) if (version(file)) url.searchParams.set(key, version(file));
-      return url;
     }
 
     /** After the boot: a ping per BEAT_MS, and "hung" / "alive" events as the worker stops or

@@ -46,7 +46,16 @@ let warming = null; // the warm-up so far: a promise of what failed in it
 async function boot({ indexURL, lockFileURL, package: name, entry: module, models: data, sources: source }) {
   progress("Carregant l'intèrpret de Python…", 0.05);
   importScripts(indexURL + "pyodide.js");
-  const py = await self.loadPyodide({ indexURL, lockFileURL, stdout: () => {}, stderr: () => {} });
+  // `packages`: Pyodide fetches the code's wheel and numpy while it boots, not after it; a
+  // failure there is silent (it goes to stderr), so `load` below asks again and reports it
+  const booting = self.loadPyodide({ indexURL, lockFileURL, packages: [name], stdout: () => {}, stderr: () => {} });
+  booting.catch(() => {}); // awaited below: no "unhandled" report while lockdown.js loads
+  // lockdown.js comes while Pyodide downloads, not after: a task later, every fetch Pyodide's
+  // boot makes is under way (importScripts holds this thread until the script is in)
+  await turn();
+  importScripts(script("lockdown"));
+  const lockDown = self.twLockDown;
+  const py = await booting;
   load = async (/** @type {string} */ what) => {
     const failures = [];
     await py.loadPackage(what, { messageCallback: () => {}, errorCallback: (m) => failures.push(m) });
@@ -63,8 +72,8 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
   const carried = !self.twScript && modelsPackage !== null;
   if (carried) await load(modelsPackage);
   if (!self.twScript) await loadSources();
-  importScripts(script("lockdown")); // from here on: this origin only, no eval, no storage (lockdown.js says why)
-  self.twLockDown(self.location.origin, HERE); // relative URLs: from this file's address
+  lockDown(self.location.origin, HERE); // from here on: this origin only, no eval, no storage (lockdown.js
+  // says why); relative URLs: from this file's address
   entry = py.pyimport(module);
   entry.prepare(indexURL); // numpy: "ready" means a change is answered without waiting for it; an
   // import the trimmed runtime left out is fetched from indexURL when first needed (on_miss.py)
