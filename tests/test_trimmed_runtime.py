@@ -124,6 +124,19 @@ def test_the_site_serves_trimmed_bytecode_and_the_pinned_archives_beside(site):
     assert "numpy/__init__.pyc" in numpy and "numpy/__init__.py" not in numpy
     assert not [n for n in numpy if n.endswith(trim.NEVER_IMPORTED) or n.startswith(("numpy/f2py/", "numpy/testing/"))]
     assert "numpy/random/__init__.pyc" in numpy  # the widgets' generators
+    # extension modules no import entered: numpy's C tests, LAPACK's lite wrapper; each one the
+    # index names, so an import of it fetches the pinned wheel (test below)
+    numpy_index = next(a for a in index["archives"] if a["completes"] == "numpy")
+    so = [n for n in numpy if n.endswith(".so")]
+    assert "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so" in so
+    assert not [n for n in so if n.split("/")[-1].startswith(("lapack_lite.", "_rational_tests.", "_umath_tests."))]
+    assert {"numpy.linalg.lapack_lite", "numpy._core._rational_tests", "numpy.fft"} <= set(numpy_index["modules"])
+    assert "numpy/linalg/lapack_lite.cpython-312-wasm32-emscripten.so" in numpy_index["members"]
+
+
+def test_a_dropped_member_names_its_module():
+    assert trim.module_name("numpy/fft/") == "numpy.fft"
+    assert trim.module_name("numpy/linalg/lapack_lite.cpython-312-wasm32-emscripten.so") == "numpy.linalg.lapack_lite"
 
 
 
@@ -153,13 +166,15 @@ def test_every_widget_runs_at_its_defaults_on_the_trimmed_runtime_alone(site, tm
 
 
 SEL = '.tw-widget[data-widget="roofline"]'
-# a standard-library module, a trimmed package's submodule and a numpy subpackage the site left
-# out, each used so that the figure changes: the KV cache in 8 bits if all three work
+# a standard-library module, a trimmed package's submodule, a numpy subpackage and a numpy
+# extension module the site left out, each used so that the figure changes: the KV cache in 8
+# bits if all four work
 LEFT_OUT = """import colorsys
 from email.mime.text import MIMEText
 import numpy.fft
+from numpy.linalg import lapack_lite
 if colorsys.rgb_to_hsv(1, 0, 0)[0] == 0 and MIMEText("x")["Content-Type"].startswith("text/plain") \\
-        and abs(numpy.fft.fft([1.0, 1.0])[0] - 2) < 1e-12:
+        and abs(numpy.fft.fft([1.0, 1.0])[0] - 2) < 1e-12 and issubclass(lapack_lite.LapackError, Exception):
     KV_FORMAT = "fp8"
 """
 
@@ -189,7 +204,7 @@ def test_an_edit_imports_what_the_site_left_out_and_a_missing_module_fails_as_be
     run_edit(page)
     status = page.text_content(f"{SEL} .tw-code-status")
     assert page.get_attribute(SEL, "data-edited") == "true", status
-    assert values(page)["kv_prompt_gb"] == pytest.approx(original["kv_prompt_gb"] / 2)  # all three imports worked
+    assert values(page)["kv_prompt_gb"] == pytest.approx(original["kv_prompt_gb"] / 2)  # all four imports worked
     assert_edited_matches_cpython(page, editor_text(page))
     assert page.inner_html(f"{SEL} .tw-figure") != figure
     assert sorted(urlsplit(u).path.rsplit("/", 1)[-1] for u in fetched()) == sorted(full)  # each once

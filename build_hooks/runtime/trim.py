@@ -33,6 +33,7 @@ INDEX = "tw-runtime.json"  # in the trimmed stdlib zip; widgets_py/engine/on_mis
 STDLIB_FULL = "python_stdlib-full.zip"  # the pinned python_stdlib.zip, under the name the site serves it
 STDLIB_MOUNT = "/lib/python_stdlib-full.zip"  # where the finder writes it, in the interpreter
 NEVER_IMPORTED = (".pyi", ".pxd")  # type stubs and Cython headers: read by tools, never by an import
+EXTENSION = ".so"  # an extension module (numpy's are `name.cpython-312-wasm32-emscripten.so`)
 
 
 def _origin_source(origin: str) -> str:
@@ -95,24 +96,38 @@ def sourceless(name: str) -> str:
 
 
 def numpy_wheel(data: bytes, imported: tuple[str, ...]) -> tuple[bytes, list[str]]:
-    """(numpy's wheel without what no import entered, the dropped subpackages' folders).
+    """(numpy's wheel without what no import entered, the members dropped: subpackages' folders,
+    then extension modules).
 
     An imported module ships as its bytecode alone, moved where Python's sourceless loader
     finds it (its code names the source's path, for tracebacks); the modules of a kept
-    subpackage that nothing imported keep their source.
+    subpackage that nothing imported keep their source. An extension module (`.so`) that
+    nothing imported is left out: numpy's C tests (`_rational_tests`…) and `linalg.lapack_lite`.
+    Pyodide compiles every `.so` of a wheel as it installs it, so each costs its download and
+    its compile on the first visit.
     """
     with zipfile.ZipFile(io.BytesIO(data)) as z:  # a subpackage is a folder with an __init__.py (not __pycache__)
         names = z.namelist()
     packages = {sub for name in names if (sub := _subpackage(name, "numpy")) and name == f"numpy/{sub}/__init__.py"}
     dropped = sorted(packages - used_subpackages(imported, "numpy"))
     compiled = {sourceless(name)[:-1] for name in names if "/__pycache__/" in name}  # sources with bytecode
+    loaded = {o[len(bytecode.SITE_PACKAGES):] for o in imported if o.startswith(bytecode.SITE_PACKAGES)}
+    unloaded = sorted(name for name in names if name.endswith(EXTENSION) and name not in loaded
+                      and _subpackage(name, "numpy") not in dropped)
 
     def rename(name: str) -> str | None:
-        if name.endswith(NEVER_IMPORTED) or _subpackage(name, "numpy") in dropped or name in compiled:
+        if name.endswith(NEVER_IMPORTED) or _subpackage(name, "numpy") in dropped or name in compiled or name in unloaded:
             return None
         return sourceless(name) if "/__pycache__/" in name else name
 
-    return rewritten(data, rename, bundle.NUMPY_RECORD), [f"numpy/{sub}/" for sub in dropped]
+    return rewritten(data, rename, bundle.NUMPY_RECORD), [f"numpy/{sub}/" for sub in dropped] + unloaded
+
+
+def module_name(member: str) -> str:
+    """A dropped member's module: `numpy/fft/` -> numpy.fft; `numpy/linalg/lapack_lite.cpython-312-wasm32-emscripten.so`
+    -> numpy.linalg.lapack_lite."""
+    path = member.rstrip("/")
+    return (path.split(".", 1)[0] if path.endswith(EXTENSION) else path).replace("/", ".")
 
 
 def index(stdlib_full: bytes, numpy_full: bundle.Wheel, numpy_dropped: list[str]) -> bytes:
@@ -127,7 +142,7 @@ def index(stdlib_full: bytes, numpy_full: bundle.Wheel, numpy_dropped: list[str]
          "kind": "path", "mount": STDLIB_MOUNT, "root": bytecode.STDLIB.rstrip("/"), "modules": top_level(stdlib_full)},
         {"file": numpy_full.file_name, "sha256": numpy_full.sha256, "completes": "numpy", "kind": "site",
          "into": bytecode.SITE_PACKAGES, "members": numpy_dropped,
-         "modules": [m.rstrip("/").replace("/", ".") for m in numpy_dropped]},
+         "modules": [module_name(m) for m in numpy_dropped]},
     ]
     return json.dumps({"archives": archives}, indent=0, sort_keys=True).encode()
 
