@@ -1,7 +1,7 @@
 // @ts-check
-// Web Worker: boots Pyodide, then loads the site's widgets_py wheel with Pyodide's own
-// loadPackage (which fetches numpy, its dependency, and checks both against the sha256 of
-// the site's pyodide-lock.json), and answers calls. The model data (the mini-GPTs' weights,
+// Web Worker: boots Pyodide with the site's widgets_py wheel (Pyodide's own package loader
+// fetches it and numpy, its dependency, while Pyodide boots, and checks both against the
+// sha256 of the site's pyodide-lock.json), and answers calls. The model data (the mini-GPTs' weights,
 // the corpus, the WebAssembly kernel: a wheel apart, bundle.py) comes later, the same way:
 // when the page asks (LOAD_MODELS) or a call of a widget that reads it comes first, which
 // waits for it. The source of the modules the code's wheel ships as bytecode comes later too,
