@@ -36,7 +36,9 @@ def on_post_page(output: str, *, page, config, build) -> str:
 def boot_files(root: str, config: SiteConfig) -> list[str]:
     """The scripts Python's worker imports first, in turn (worker.js, then pyodide.js): the page
     asks for them at once, and the worker, a moment later, gets them from the browser's HTTP
-    cache where the host lets it cache them (GitHub Pages: for 10 minutes)."""
+    cache where the host lets it cache them (GitHub Pages: for 10 minutes). Chromium's console
+    then warns that these two were preloaded "but not used": the worker used them, which the
+    page does not see."""
     return [root + config["worker"], root + config["runtime"] + "pyodide.js"]
 
 
