@@ -164,7 +164,7 @@ def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str],
 def worker_url(versions: dict[str, str]) -> str:
     """worker.js from the site's root, with its version and those of the scripts it imports
     (`worker.js?v=…&protocol=…&lockdown=…`: worker.js imports them at those): kernel.js starts
-    it, and csp.py has the page preload it. A file without a version goes without one."""
+    it, and preload.py has the page ask for it at once. A file without a version goes without one."""
     pairs = [("v", SCRIPTS_DIR + protocol.SCRIPTS["WORKER"]),
              *((key, SCRIPTS_DIR + file) for key, file in WORKER_IMPORTS.items())]
     query = "&".join(f"{key}={versions[path]}" for key, path in pairs if path in versions)
