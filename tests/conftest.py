@@ -261,10 +261,15 @@ class Watched:
         context.on("request", lambda r: self.requests.append(r.url))  # the page's and its workers'
 
 
-@pytest.fixture
-def watched(browser):
-    # page.route cannot see requests a service worker answers: tests that inject failures
-    # need the network path, and the offline test makes its own context with the worker
+def watching(browser):
+    """A Watched page in a new context of `browser`, closed after the test (a fixture's body).
+    page.route cannot see requests a service worker answers: tests that inject failures need
+    the network path, and the offline test makes its own context with the worker."""
     context = browser.new_context(service_workers="block")
     yield Watched(context)
     context.close()
+
+
+@pytest.fixture
+def watched(browser):
+    yield from watching(browser)

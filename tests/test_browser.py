@@ -10,7 +10,7 @@ import book
 import drawing
 import tolerance
 from build_hooks.runtime import assets, trim
-from conftest import KERNEL_WARM, Watched
+from conftest import KERNEL_WARM, watching
 from widgets_py import formatted, run
 from widgets_py.engine import svg
 from widgets_py.engine.registry import is_measured
@@ -288,9 +288,7 @@ FIXED_ON_MINI = '.tw-fixed[data-fixed="quantize.degradation_int4"]'  # prose num
 
 @pytest.fixture
 def watched_shipped(shipped_browser):
-    context = shipped_browser.new_context(service_workers="block")
-    yield Watched(context)
-    context.close()
+    yield from watching(shipped_browser)
 
 
 def test_training_in_the_browser_reaches_the_bigram_baseline_within_a_minute(watched_shipped, server):
