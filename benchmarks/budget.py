@@ -291,8 +291,8 @@ def main() -> None:
 
 def print_layouts(chapter: str, files: dict[str, dict[str, int]], ms: dict[str, list[float]]) -> None:
     """Bytes on the wire per file before/after, their totals, and the cold time-to-interactive of each."""
-    def label(name: str) -> str:  # a versioned wheel's name changes with its bytes: one row per package
-        return name.split("+")[0].split("-")[0] + " wheel" if name.endswith(".whl") else name
+    def label(name: str) -> str:  # a versioned package's name changes with its bytes: one row per package
+        return name.split("+")[0].split("-")[0] + " package" if name.endswith((".whl", ".tar.bz2")) else name
 
     rows: dict[str, dict[str, int]] = {}
     for layout, got in files.items():

@@ -15,15 +15,15 @@ from typing import Any
 
 from widgets_py.engine.protocol import SiteConfig
 
-from .runtime.bundle import Wheel, site_config
+from .runtime.bundle import Archive, site_config
 
 
 @dataclass
 class Build:
     is_serve: bool  # `mkdocs serve`: no CSP meta (live reload injects a script), no service worker
-    wheel: Wheel | None = None  # this build's widgets_py wheel (assemble.on_files)
-    models: Wheel | None = None  # and its model data's (bundle.MODEL_DATA)
-    sources: Wheel | None = None  # and its compiled modules' source (assemble.sourceless), if apart
+    wheel: Archive | None = None  # this build's widgets_py wheel (assemble.on_files)
+    models: Archive | None = None  # and its model data's (bundle.MODEL_DATA)
+    sources: Archive | None = None  # and its compiled modules' source (assemble.sourceless), if apart
     core: dict[str, str] = field(default_factory=dict)  # Pyodide's files as served -> sha256 (assemble)
     slots: dict[str, list[str]] = field(default_factory=dict)  # page src_uri -> widget HTML by slot
     fixed: dict[str, Any] = field(default_factory=dict)  # fixed-parameter runs, computed once per build

@@ -9,12 +9,12 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
+import tarfile
 from html import unescape
 from pathlib import Path
 import pytest
 
-from build_hooks.runtime import assets
+from build_hooks.runtime import assets, zips
 import book
 from conftest import ROOT
 from widgets_py import formatted, run
@@ -59,12 +59,12 @@ def check_prerendered(site, page):
     data = lock[config["models"]["package"]]  # the model data, a wheel apart (bundle.py)
     assert assets.sha256((runtime / data["file_name"]).read_bytes()) == data["sha256"] == config["models"]["sha256"]
     sources = lock[config["sources"]]  # the compiled modules' source, a wheel apart (bundle.py)
-    with zipfile.ZipFile(io.BytesIO(wheel)) as z, zipfile.ZipFile(runtime / data["file_name"]) as d, \
-            zipfile.ZipFile(runtime / sources["file_name"]) as s:
-        assert "widgets_py/engine/browser.pyc" in z.namelist() and "widgets_py/engine/browser.py" not in z.namelist()
-        assert "widgets_py/engine/browser.py" in s.namelist() and "widgets_py/maths/data/ca.txt" not in z.namelist()
-        assert {"widgets_py/maths/weights/manifest.json", "widgets_py/maths/data/ca.txt"} <= set(d.namelist())
-        assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in z.infolist() + d.infolist() + s.infolist())  # no build time in the bytes
+    z, d, s = (tarfile.open(fileobj=io.BytesIO(b)) for b in (
+        wheel, (runtime / data["file_name"]).read_bytes(), (runtime / sources["file_name"]).read_bytes()))
+    assert "widgets_py/engine/browser.pyc" in z.getnames() and "widgets_py/engine/browser.py" not in z.getnames()
+    assert "widgets_py/engine/browser.py" in s.getnames() and "widgets_py/maths/data/ca.txt" not in z.getnames()
+    assert {"widgets_py/maths/weights/manifest.json", "widgets_py/maths/data/ca.txt"} <= set(d.getnames())
+    assert all(i.mtime == 0 and i.uid == 0 and not i.uname for t in (z, d, s) for i in t.getmembers())  # no build time, no owner
 
 
 def test_every_live_number_equals_cpython(site):
@@ -157,9 +157,8 @@ def test_a_copy_builds_its_own_widgets_with_the_shared_generator_command(tmp_pat
     assert "MkDocs 2" not in done.stderr and "NO_MKDOCS_2_WARNING" not in done.stderr  # Material's banner stays off
     html = (tmp_path / "site" / "cap15" / "index.html").read_text()
     assert "COPIA Prefill contra decode" in html
-    wheel = next((tmp_path / "site" / "pyodide").glob("widgets_py_sources-*.whl"))  # the source the «Codi» panel shows
-    with zipfile.ZipFile(wheel) as bundle:
-        assert "COPIA Prefill contra decode" in bundle.read("widgets_py/cap15/roofline.py").decode()
+    package = next((tmp_path / "site" / "pyodide").glob("widgets_py_sources-*.tar.bz2"))  # the source the «Codi» panel shows
+    assert "COPIA Prefill contra decode" in zips.tar_members(package.read_bytes())["widgets_py/cap15/roofline.py"].decode()
 
 
 def test_every_page_has_a_same_origin_content_security_policy(site):

@@ -1,44 +1,58 @@
-"""The browser's bundle follows Pyodide's convention: a deterministic wheel in a valid lock."""
+"""The browser's bundle follows Pyodide's convention: deterministic packages in a valid lock."""
 
 from __future__ import annotations
 
 import io
 import json
 import re
-import zipfile
+import shutil
+import tarfile
 
 import pytest
 from pyodide_lock import PyodideLockSpec
 
-from build_hooks.runtime import assets, bundle
+from build_hooks.runtime import assets, bundle, zips
 from conftest import ROOT
 
 
 def test_wheel_is_byte_identical_for_identical_inputs_and_changes_with_them(tmp_path):
     files = bundle.package_files()
-    first, second = bundle.make_wheel(files), bundle.make_wheel(bundle.package_files())
+    first, second = bundle.make_package(files), bundle.make_package(bundle.package_files())
     assert first == second
     edited = dict(files)
     extra = tmp_path / "extra.py"
     extra.write_text("X = 1\n")
     edited["widgets_py/extra.py"] = extra
-    third = bundle.make_wheel(edited)
+    third = bundle.make_package(edited)
     assert third.sha256 != first.sha256 and third.file_name != first.file_name  # a new name: no stale cache
 
 
-def test_wheel_carries_code_weights_corpus_and_a_record_of_them():
-    wheel = bundle.make_wheel(bundle.package_files())
-    with zipfile.ZipFile(io.BytesIO(wheel.data)) as z:
-        names = set(z.namelist())
-        info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/RECORD"))
-        record = z.read(f"{info}/RECORD").decode()
+def test_a_package_carries_code_weights_corpus_and_the_metadata_that_names_it():
+    package = bundle.make_package(bundle.package_files())
+    members = bundle.members(package)
+    names = set(members)
     assert {"widgets_py/engine/registry.py", "widgets_py/maths/weights/mini.npz", "widgets_py/maths/data/ca.txt"} <= names
     assert not any("__pycache__" in n for n in names)
-    assert {line.split(",")[0] for line in record.splitlines()} == names
+    version = package.file_name.removeprefix(bundle.NAME + "-").removesuffix(zips.TAR_BZ2)
+    metadata = members[f"{bundle.NAME}-{version}.dist-info/METADATA"].decode()
+    assert f"Name: {bundle.NAME}\nVersion: {version}\n" in metadata and "Requires-Dist: numpy" in metadata
+    assert {n for n in names if ".dist-info/" in n} == {f"{bundle.NAME}-{version}.dist-info/{f}" for f in ("METADATA", "top_level.txt")}
+
+
+def test_a_package_is_a_tar_bz2_that_python_s_unpacking_reads_as_pyodide_does(tmp_path):
+    """Pyodide's loader calls shutil.unpack_archive, which picks the format by the file's name."""
+    package = bundle.make_package(bundle.package_files())
+    path = tmp_path / package.file_name
+    path.write_bytes(package.data)
+    shutil.unpack_archive(path, tmp_path / "site-packages")
+    assert (tmp_path / "site-packages" / "widgets_py" / "engine" / "registry.py").read_bytes() == \
+        (ROOT / "widgets_py" / "engine" / "registry.py").read_bytes()
+    with tarfile.open(fileobj=io.BytesIO(package.data)) as t:
+        assert all(i.mtime == 0 and i.uid == i.gid == 0 and not i.uname and i.mode == 0o644 for i in t.getmembers())
 
 
 def test_lock_is_valid_for_pyodide_and_pins_both_packages():
-    wheel = bundle.make_wheel(bundle.package_files())
+    wheel = bundle.make_package(bundle.package_files())
     lock = PyodideLockSpec(**json.loads(bundle.lock(wheel)))
     lock.check_wheel_filenames()
     assert lock.info.version == assets.PYODIDE_VERSION
@@ -49,7 +63,7 @@ def test_lock_is_valid_for_pyodide_and_pins_both_packages():
 
 def test_no_folder_or_file_of_the_bundle_is_written_in_the_browser_code():
     """The worker and the kernel learn the layout from the site config (bundle.site_config)."""
-    config = bundle.site_config(bundle.make_wheel(bundle.package_files()), {}, {})
+    config = bundle.site_config(bundle.make_package(bundle.package_files()), {}, {})
     for script in ("worker.js", "kernel.js", "host.js"):
         js = re.sub(r"//.*", "", (ROOT / "docs" / "assets" / "tw" / script).read_text())  # code, not comments
         for value in (config["runtime"], config["lock"], config["package"], config["entry"], "assets/tw/"):
@@ -63,7 +77,7 @@ def test_the_worker_s_url_names_its_version_and_those_of_what_it_imports():
                 "pyodide/pyodide-lock.json": "k4"}
     assert bundle.worker_url(versions) == "assets/tw/worker.js?v=w1&protocol=p2&lockdown=l3"
     assert bundle.worker_url({}) == "assets/tw/worker.js"  # a bare site: nothing versioned
-    config = bundle.site_config(bundle.make_wheel(bundle.package_files()), {}, versions)
+    config = bundle.site_config(bundle.make_package(bundle.package_files()), {}, versions)
     assert config["worker"] == bundle.worker_url(versions)
     js = (ROOT / "docs" / "assets" / "tw" / "worker.js").read_text()
     imported = set(re.findall(r'script\("(\w+)"\)', js))
@@ -94,7 +108,7 @@ def test_the_worker_s_modules_ship_as_bytecode_alone_and_their_source_apart():
     assert apart == {n: code[n] for n in ("widgets_py/engine/fmt.py", "widgets_py/__init__.py")}
     with pytest.raises(AssertionError, match="gone.pyc"):  # bytecode of a file the package does not have
         assemble.sourceless(code, {"widgets_py/engine/__pycache__/gone.cpython-312.pyc": b""})
-    lock = PyodideLockSpec(**json.loads(bundle.lock(bundle.make_wheel(code), models=None,
-                                                    sources=bundle.make_wheel(apart, name=bundle.SOURCES_NAME))))
+    lock = PyodideLockSpec(**json.loads(bundle.lock(bundle.make_package(code), models=None,
+                                                    sources=bundle.make_package(apart, name=bundle.SOURCES_NAME))))
     lock.check_wheel_filenames()
     assert lock.packages[bundle.SOURCES_KEY].depends == [] and lock.packages[bundle.SOURCES_KEY].imports == []

@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from build_hooks.runtime import assets, bytecode
+from build_hooks.runtime import assets, bytecode, zips
 
 MAGIC_312 = (3531).to_bytes(2, "little") + b"\r\n"  # importlib.util.MAGIC_NUMBER of CPython 3.12
 CHECKED_HASH = 0b11  # PEP 552 flags: hash-based, checked against the source
@@ -103,23 +103,26 @@ def test_the_site_serves_the_pinned_archives_and_bytecode_of_what_the_worker_imp
         assert assets.sha256((runtime / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
     stdlib = members((runtime / "python_stdlib.zip").read_bytes())
     numpy = members((runtime / lock["packages"]["numpy"]["file_name"]).read_bytes())
-    code = members((runtime / lock["packages"]["widgets-py"]["file_name"]).read_bytes())
-    ours = [n for n in code if n.endswith(".pyc")]
+    shipped = {key: zips.tar_members((runtime / spec["file_name"]).read_bytes()) for key, spec in lock["packages"].items()
+               if key.startswith("widgets-py") and key != "widgets-py-sources"}  # our packages but the sources'
+    code = shipped["widgets-py"]
+    ours = {n for package in shipped.values() for n in package if n.endswith(".pyc")}
     if shutil.which("node"):  # CI has node: the bytecode must be there
         for pyc in ("json/__init__.pyc", "_pyodide/_base.pyc", "typing.pyc"):
             assert stdlib[pyc][:4] == MAGIC_312 and int.from_bytes(stdlib[pyc][4:8], "little") == CHECKED_HASH, pyc
         assert numpy["numpy/__init__.pyc"][:4] == MAGIC_312
-        # our modules as bytecode alone, their source in the wheel apart that the worker fetches when read
-        sources = members((runtime / lock["packages"]["widgets-py-sources"]["file_name"]).read_bytes())
-        assert "widgets_py/engine/browser.pyc" in ours and "widgets_py/engine/browser.py" not in code
+        # our modules as bytecode alone, their source in the package apart that the worker fetches when read
+        sources = zips.tar_members((runtime / lock["packages"]["widgets-py-sources"]["file_name"]).read_bytes())
+        assert "widgets_py/engine/browser.pyc" in code and "widgets_py/engine/browser.py" not in code
         assert code["widgets_py/engine/browser.pyc"][:4] == MAGIC_312
-        assert {n + "c" for n in sources if n.endswith(".py")} == set(ours) and not any("__pycache__" in n for n in code)
+        assert {n[:-1] for n in ours} <= set(sources) and not any(n[:-1] in p for p in shipped.values() for n in ours)
+        assert not any("__pycache__" in n for p in shipped.values() for n in p)
         assert assets.sha256((runtime / trim.STDLIB_FULL).read_bytes()) == assets.PINNED["python_stdlib.zip"]
         assert assets.sha256((runtime / assets.NUMPY_WHEEL).read_bytes()) == assets.PINNED[assets.NUMPY_WHEEL]
     else:
         assert assets.sha256((runtime / "python_stdlib.zip").read_bytes()) == assets.PINNED["python_stdlib.zip"]
         assert lock["packages"]["numpy"]["sha256"] == assets.PINNED[assets.NUMPY_WHEEL] and not ours
-        assert "widgets-py-sources" not in lock["packages"]  # every source in the code's wheel
+        assert "widgets-py-sources" not in lock["packages"]  # every source in the code's package
 
 
 CHECK = """\
@@ -193,7 +196,7 @@ def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, 
         name: digest for name, digest in assets.PINNED.items() if name != assets.NUMPY_WHEEL}
     assert (numpy.file_name, numpy.sha256) == (assets.NUMPY_WHEEL, assets.PINNED[assets.NUMPY_WHEEL])
     code, data = bundle.split(bundle.package_files())
-    assert (wheel, models) == (bundle.make_wheel(code), bundle.make_wheel(data, name=bundle.MODELS_NAME))
+    assert (wheel, models) == (bundle.make_package(code), bundle.make_package(data, name=bundle.MODELS_NAME))
     assert sources is None  # no bytecode: every source stays in the code's wheel
 
 

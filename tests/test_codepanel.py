@@ -3,10 +3,9 @@ stop it, reload, restore; offline too, and with no request leaving the origin.""
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import zipfile
+from build_hooks.runtime import zips
 from urllib.parse import urlsplit
 
 import pytest
@@ -66,13 +65,13 @@ def assert_edited_matches_cpython(page, code: str, sel=SEL):
 
 
 def shipped_module(site, module: str) -> str:
-    """The module's source as the site ships it: in the sources' wheel (bundle.py), else the code's."""
+    """The module's source as the site ships it: in the sources' package (bundle.py), else the code's."""
     name = module.replace(".", "/") + ".py"
-    for wheel in sorted((site / "pyodide").glob("widgets_py*.whl")):
-        with zipfile.ZipFile(io.BytesIO(wheel.read_bytes())) as z:
-            if name in z.namelist():
-                return z.read(name).decode()
-    raise KeyError(f"{name} in no wheel of {site / 'pyodide'}")
+    for package in sorted((site / "pyodide").glob("widgets_py*" + zips.TAR_BZ2)):
+        members = zips.tar_members(package.read_bytes())
+        if name in members:
+            return members[name].decode()
+    raise KeyError(f"{name} in no package of {site / 'pyodide'}")
 
 
 def test_the_source_is_fetched_when_a_panel_first_opens(watched, server, site):

@@ -53,7 +53,7 @@ def test_the_warm_up_and_the_site_config_are_the_schema_s():
     while not (task := json.loads(warm.advance()))["done"]:
         check_type(task, protocol.WarmTask)
     check_type(task, protocol.WarmDone)
-    wheel = bundle.Wheel("widgets_py-1-py3-none-any.whl", b"", "0" * 64)
+    wheel = bundle.Archive("widgets_py-1-py3-none-any.whl", b"", "0" * 64)
     check_type(bundle.site_config(wheel, {"pyodide.asm.wasm": "1" * 64}, {"assets/tw/worker.js": "2" * 16}),
                protocol.SiteConfig)
 

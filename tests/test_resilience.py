@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import zipfile
 
 import pytest
 
 import book
-from build_hooks.runtime import assets
+from build_hooks.runtime import assets, zips
 from conftest import KERNEL
 
 pytestmark = pytest.mark.browser
@@ -170,27 +168,23 @@ def test_corrupted_widgets_bundle_is_refused(watched, server, site):
         body[len(body) // 2] ^= 0xFF
         route.fulfill(body=bytes(body), content_type="application/zip")
 
-    page.route("**/pyodide/widgets_py-*.whl", corrupt)  # loadPackage checks it against pyodide-lock.json
+    page.route("**/pyodide/widgets_py-*.tar.bz2", corrupt)  # loadPackage checks it against pyodide-lock.json
     page.goto(server + PAGE)
     expect_failure(page, "sha256")
 
 
 def test_python_raising_in_one_widget_leaves_the_others_working(watched, server, site):
-    """A wheel whose roofline module raises, locked with its own hash: only roofline fails."""
-    bundle = next((site / "pyodide").glob("widgets_py-*.whl"))
-    src = zipfile.ZipFile(bundle)
-    source = zipfile.ZipFile(next((site / "pyodide").glob("widgets_py_sources-*.whl"))).read("widgets_py/cap15/roofline.py")
+    """A code package whose roofline module raises, locked with its own hash: only roofline fails."""
+    bundle = next((site / "pyodide").glob("widgets_py-*.tar.bz2"))
+    members = zips.tar_members(bundle.read_bytes())
+    source = zips.tar_members(next((site / "pyodide").glob("widgets_py_sources-*.tar.bz2")).read_bytes())[
+        "widgets_py/cap15/roofline.py"]
     source, n = re.subn(rb"(\ndef roofline\([^\n]*:\n)", rb"\1    raise RuntimeError('injectat per la prova')\n", source)
     assert n == 1, "the injection point moved"
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        for item in src.infolist():
-            if item.filename == "widgets_py/cap15/roofline.pyc":  # its bytecode gives way to a source that raises on every call
-                z.writestr("widgets_py/cap15/roofline.py", source)
-            else:
-                z.writestr(item, src.read(item.filename))
-    assert "widgets_py/cap15/roofline.py" in z.namelist(), "the code wheel no longer ships roofline as bytecode"
-    broken = out.getvalue()
+    assert "widgets_py/cap15/roofline.pyc" in members, "the code package no longer ships roofline as bytecode"
+    # its bytecode gives way to a source that raises on every call
+    broken = zips.tar({("widgets_py/cap15/roofline.py" if name == "widgets_py/cap15/roofline.pyc" else name): (
+        source if name == "widgets_py/cap15/roofline.pyc" else body) for name, body in members.items()})
     digest = assets.sha256(broken)
     page = watched.page
     page.route(f"**/pyodide/{bundle.name}", lambda route: route.fulfill(body=broken, content_type="application/zip"))

@@ -14,12 +14,14 @@ import json
 import re
 import threading
 from html import unescape
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import _Quiet
 
 from build_hooks.export import downloads
 from build_hooks.pages import codepanel
+from build_hooks.runtime import zips
 from mkdocs.exceptions import PluginError
 from test_codepanel import BOOT_MS, OTHER, SEL, open_panel, ready, run_edit, shipped_module, type_at_end
 from widgets_py.engine import browser as entry
@@ -419,7 +421,7 @@ def test_a_network_cut_at_boot_is_not_blamed_on_the_pin(watched, server):
     cut = [False]
 
     def route(r):
-        if ".whl" in r.request.url:
+        if urlsplit(r.request.url).path.endswith((".whl", zips.TAR_BZ2)):
             cut[0] = True  # Pyodide is in and loads its packages: from now on its folder is out of reach
         if cut[0] and "/pyodide/" in r.request.url:
             return r.abort()

@@ -227,6 +227,7 @@ interface TWMarkupAllowList {
 interface TWModelData {
   package: string;
   sha256: string;
+  needs: string[];
 }
 
 interface TWSiteConfig {
@@ -250,6 +251,7 @@ interface TWInit {
   package: string;
   entry: string;
   models: string | null;
+  needsModels: string[];
   sources: string | null;
 }
 

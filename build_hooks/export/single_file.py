@@ -197,6 +197,10 @@ def runtime_files(site: Path, config: dict, kept_in: Path | None = None) -> dict
             raw[archive["file"]] = without_unusable(whole)
         else:  # a core file: the whole one under the name Pyodide loads, but what a file cannot run
             raw[archive["completes"]] = without_unrunnable(whole, top_names(raw[archive["completes"]]))
+    for spec in lock["packages"].values():  # ours: a plain tar, without bytecode, gzip'd whole below
+        if (name := spec["file_name"]).endswith(zips.TAR_BZ2):
+            spec["file_name"] = name.removesuffix(zips.TAR_BZ2) + zips.TAR
+            raw[spec["file_name"]] = cache.kept(kept_in, raw.pop(name), ".tar", bytecode.strip_tar)
     files = {}
     for name, data in raw.items():
         if name.endswith((".zip", ".whl")):

@@ -6,11 +6,11 @@ computes a run again only when that code changed.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from pathlib import Path
 
 from .. import cache
+from ..imports import closure, imports  # noqa: F401 - with snapshot and changed, what preview.py reads here
 
 INPUTS = ("docs", "includes", "overrides", "widgets_py", "build_hooks", "mkdocs.yml")  # as mkdocs.yml's watch:
 PACKAGE = "widgets_py/"
@@ -32,53 +32,6 @@ def snapshot(root: Path) -> dict[str, str]:
 def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
     """Paths added, removed or edited."""
     return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-
-
-def module_path(name: str, paths: set[str]) -> str | None:
-    """`widgets_py.engine.svg` -> `widgets_py/engine/svg.py` (or its package's __init__.py)."""
-    base = name.replace(".", "/")
-    for candidate in (base + ".py", base + "/__init__.py"):
-        if candidate in paths:
-            return candidate
-    return None
-
-
-def imports(sources: dict[str, str]) -> dict[str, set[str]]:
-    """Module path -> paths of the package's modules it imports (and their packages), read from
-    the source (`sources`: path -> code), never run: an import inside a function counts too."""
-    paths = set(sources)
-    graph = {}
-    for path, code in sources.items():
-        package = path.split("/")[:-1]  # the package a relative import starts from
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(code, filename=path)):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
-                module = ".".join(p for p in (base, node.module or "") if p)
-                names = [module] + [f"{module}.{a.name}" for a in node.names]
-            else:
-                continue
-            for name in names:
-                parts = name.split(".")
-                for i in range(1, len(parts) + 1):  # a module imports its packages' __init__ too
-                    hit = module_path(".".join(parts[:i]), paths)
-                    if hit:
-                        found.add(hit)
-        graph[path] = found - {path}
-    return graph
-
-
-def closure(path: str, graph: dict[str, set[str]]) -> set[str]:
-    """`path` and every module it imports, directly or not."""
-    seen, todo = set(), [path]
-    while todo:
-        p = todo.pop()
-        if p not in seen:
-            seen.add(p)
-            todo += graph.get(p, ())
-    return seen
 
 
 def code_key(module: str | None, inputs: dict[str, str], graph: dict[str, set[str]]) -> str:

@@ -19,11 +19,11 @@ from mkdocs.structure.files import File, Files
 
 from widgets_py.maths import pretrained
 
-from . import assets, bundle, bytecode, trim
+from . import assets, bundle, bytecode, placement, trim
 
 
-def with_bytecode(core: dict[str, bytes], numpy: bundle.Wheel,
-                  pycs: dict[str, bytes]) -> tuple[dict[str, bytes], bundle.Wheel]:
+def with_bytecode(core: dict[str, bytes], numpy: bundle.Archive,
+                  pycs: dict[str, bytes]) -> tuple[dict[str, bytes], bundle.Archive]:
     """(Pyodide's core files, the numpy wheel) with `pycs`' bytecode added to their archives."""
     stdlib = bytecode.add_to_zip(core[bytecode.STDLIB_FILE], bytecode.stdlib_entries(pycs))
     numpy_data = bytecode.add_to_zip(numpy.data, bytecode.wheel_entries(pycs, "numpy"), record=bundle.NUMPY_RECORD)
@@ -47,16 +47,16 @@ def on_config(config, *, build):
     return config
 
 
-def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bundle.Wheel, bundle.Wheel, bundle.Wheel,
-                                                            bundle.Wheel | None]:
+def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bundle.Archive, bundle.Archive, bundle.Archive,
+                                                            bundle.Archive | None]:
     """(Pyodide's core files, the numpy wheel, our code's wheel, our model data's, the sources' or
     None) as the site serves them; `trimmed=False`: the layout before trim.py, whole archives with
     bytecode beside their source, ours too (benchmarks/budget.py)."""
     pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     sources = bundle.package_files()
     code, data = bundle.split(sources)
-    models = bundle.make_wheel(data, name=bundle.MODELS_NAME)
-    wheel = bundle.make_wheel(sources)  # source and data, one wheel: what bytecode.package() rehearses with
+    models = bundle.make_package(data, name=bundle.MODELS_NAME)
+    wheel = bundle.make_package(sources)  # source and data, one wheel: what bytecode.package() rehearses with
     core = {name: data for name, data in pinned.items() if name != assets.NUMPY_WHEEL}
     numpy = bundle.numpy_wheel(pinned[assets.NUMPY_WHEEL])
     first = bytecode.runtime(pinned, bundle.lock(None, numpy).encode())
@@ -70,13 +70,30 @@ def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bu
             core, numpy = with_bytecode(core, numpy, ours.pycs)
             pycs = bytecode.wheel_entries(ours.pycs, bundle.NAME)
             if not trimmed:
-                return core, numpy, bundle.make_wheel(code, pycs), models, None
+                return core, numpy, bundle.make_package(code, pycs), models, None
             core, numpy = trim.runtime(core, numpy, pinned, {**first.pycs, **ours.pycs}, ours.imported)
-            members, apart = sourceless(code, pycs)
-            shipped = {name: path for name, path in code.items() if name not in apart}
-            return (core, numpy, bundle.make_wheel(shipped, members), models,
-                    bundle.make_wheel(apart, name=bundle.SOURCES_NAME))
-    return core, numpy, bundle.make_wheel(code), models, None
+            return (core, numpy, *split_packages(code, data, pycs))
+    return core, numpy, bundle.make_package(code), models, None
+
+
+def split_packages(code: dict[str, Path], data: dict[str, Path],
+                   pycs: dict[str, bytes]) -> tuple[bundle.Archive, bundle.Archive, bundle.Archive]:
+    """(the code's package, the model data's, the sources') as the site serves them, each module
+    in the package placement.py gives it: in the code's or the model data's, as its bytecode alone
+    where it has some; in the sources', the source of every module that has bytecode, and the
+    reader's modules as source alone (its calls are rare, and the source is there anyway)."""
+    boot, with_models, reader = placement.packages(code)
+    members, apart = sourceless(code, pycs)
+
+    def part(names: set[str]) -> tuple[dict[str, Path], dict[str, bytes]]:
+        return ({n: code[n] for n in sorted(names) if n not in apart},
+                {n + "c": members[n + "c"] for n in sorted(names) if n in apart})
+    files, compiled = part(boot)
+    model_files, model_compiled = part(with_models)
+    sources = {**apart, **{n: code[n] for n in reader}}
+    return (bundle.make_package(files, compiled), bundle.make_package({**data, **model_files}, model_compiled,
+                                                                        name=bundle.MODELS_NAME),
+            bundle.make_package(sources, name=bundle.SOURCES_NAME))
 
 
 def on_files(files: Files, *, config, build) -> Files:

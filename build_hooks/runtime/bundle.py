@@ -1,24 +1,28 @@
-"""The layout of what the browser loads, in one place: Pyodide's folder, its lock, our wheel.
+"""The layout of what the browser loads, in one place: Pyodide's folder, its lock, our packages.
 
-Pyodide's convention: packages are wheels listed in `pyodide-lock.json` with their sha256,
+Pyodide's convention: packages are archives listed in `pyodide-lock.json` with their sha256,
 and `pyodide.loadPackage(name)` fetches, verifies and installs them. The site's lock holds
-the official numpy entry and two pure-Python wheels of `widgets_py`, built here from the
-files on disk on every build, so `mkdocs serve` ships edited widget code:
-- `widgets-py`, the code: what the worker loads before any widget is interactive. Each module
+the official numpy entry and three pure-Python packages of `widgets_py`, built here from the
+files on disk on every build, so `mkdocs serve` ships edited widget code. Each is laid out as
+a wheel and archived as a `.tar.bz2` (make_package says why):
+- `widgets-py`, the code: what the worker loads before any widget is interactive, and only
+  what the calculators and the worker's entry need (placement.py says which modules). Each module
   the worker imports ships as its bytecode alone (bytecode.py compiles it, assemble.py lays it
   out), the others as source;
-- `widgets-py-sources`, the source of those modules, installed beside their bytecode only when
-  something reads it (the «Codi» panel opens, an exercise is checked: worker.js): a third of
-  the code's bytes, which no widget reads to answer;
 - `widgets-py-models`, the model data (MODEL_DATA: the mini-GPTs' trained weights, the
-  training corpus, the WebAssembly kernel), installed into the same package folders: about
-  half the bytes, which only the widgets declared `models` read (engine/widget.py), so the
-  worker loads it after the calculators are interactive, when the page asks (host.js: a
-  model widget near the viewport, or the page idle) or a call needs it (worker.js).
-Both are checked against the lock's sha256 by loadPackage, precached for offline reading
+  training corpus, the WebAssembly kernel) and the code only the widgets declared `models`
+  run (the mini-GPT, its training, the kernel's driver): about half the bytes, which only
+  those widgets read (engine/widget.py), so the worker loads it after the calculators are
+  interactive, when the page asks (host.js: a model widget near the viewport, or the page
+  idle) or a call needs it (worker.js);
+- `widgets-py-sources`, the source of the modules shipped as bytecode, and the code that reads
+  or checks a reader's code (edits, exercises), installed beside the rest only when something
+  needs it (the «Codi» panel opens, an exercise's hints or check: worker.js): no widget reads
+  it to answer.
+All three are checked against the lock's sha256 by loadPackage, precached for offline reading
 (hosting/offline.py: every file of the site) and carried by the single file
-(export/single_file.py: every package of the lock). Each wheel is byte-identical for
-identical inputs (sorted entries, fixed timestamps), and its version carries a hash of them,
+(export/single_file.py: every package of the lock). Each package is byte-identical for
+identical inputs (sorted entries, no timestamps), and its version carries a hash of them,
 so a changed package is a new file name that no cache can confuse with the old one.
 
 The browser learns all of this from `site_config()`, written into each widget page: the
@@ -27,8 +31,6 @@ worker hard-codes no folder, file or module name.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,17 +41,17 @@ from pyodide_lock.spec import InfoSpec
 from widgets_py.engine import markup, protocol
 
 from .. import cache
-from . import assets, zips
+from . import assets, placement, zips
 
 PACKAGE = Path(__file__).resolve().parents[2] / "widgets_py"
 NAME = "widgets_py"  # import name, and the distribution name in file names
 PACKAGE_KEY = "widgets-py"  # its normalised name (PEP 503): the lock's key, loadPackage's argument
-MODELS_NAME, MODELS_KEY = "widgets_py_models", "widgets-py-models"  # the model data's wheel, likewise
+MODELS_NAME, MODELS_KEY = "widgets_py_models", "widgets-py-models"  # the model data's package, likewise
 SOURCES_NAME, SOURCES_KEY = "widgets_py_sources", "widgets-py-sources"  # the compiled modules' source, likewise
 MODEL_DATA = (f"{NAME}/maths/weights/", f"{NAME}/maths/data/", f"{NAME}/accel/wasm/")  # archive folders: its files
 VERSION = "0.1.0"
 ENTRY = "widgets_py.engine.browser"  # the module the worker imports: render(), fixed(), Trainer
-RUNTIME_DIR = "pyodide/"  # Pyodide's files, numpy, our wheel and the lock, in the built site
+RUNTIME_DIR = "pyodide/"  # Pyodide's files, numpy, our packages and the lock, in the built site
 LOCK = "pyodide-lock.json"
 SCRIPTS_DIR = "assets/tw/"  # the site's own scripts, from its root (worker.js and what it imports)
 WORKER_IMPORTS = {"protocol": "protocol.js", "lockdown": "lockdown.js"}  # worker.js's imports, by its URL's keys
@@ -59,7 +61,7 @@ INFO = InfoSpec(arch="wasm32", platform="emscripten_3_1_58", version=assets.PYOD
 
 
 @dataclass(frozen=True)
-class Wheel:
+class Archive:
     file_name: str
     data: bytes
     sha256: str
@@ -81,29 +83,31 @@ def split(files: dict[str, Path]) -> tuple[dict[str, Path], dict[str, Path]]:
     return {name: path for name, path in files.items() if name not in data}, data
 
 
-def _record_line(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
-
-
-def make_wheel(files: dict[str, Path], extra: dict[str, bytes] | None = None, name: str = NAME) -> Wheel:
-    """A py3-none-any wheel `name` of `files` (and `extra` members: bytecode), byte-identical for
-    identical inputs. The code's (NAME) requires numpy; the model data's (MODELS_NAME) and the
-    sources' (SOURCES_NAME) nothing."""
+def make_package(files: dict[str, Path], extra: dict[str, bytes] | None = None, name: str = NAME) -> Archive:
+    """The package `name` of `files` (and `extra` members: bytecode) as a `.tar.bz2`, with the
+    dist-info that names it (importlib.metadata reads its METADATA). Pyodide's loader unpacks a
+    tar as it does a wheel (shutil.unpack_archive, whose tarfile and bz2 its boot imports
+    anyway), and one bzip2 stream over the whole archive packs tighter than a zip's members each
+    deflated alone (the code's package: 296 KB as a wheel, 183 KB so); a wheel's RECORD, a
+    hash per file that no one reads here, is left out. Byte-identical for identical inputs.
+    The code's (NAME) requires numpy; the model data's (MODELS_NAME) and the sources'
+    (SOURCES_NAME) nothing."""
     contents = dict(sorted({**{n: path.read_bytes() for n, path in files.items()}, **(extra or {})}.items()))
     version = f"{VERSION}+{cache.key(cache.listing(contents))[:12]}"  # a local version: the content's own
     info = f"{name}-{version}.dist-info/"
     requires = "Requires-Dist: numpy\n" if name == NAME else ""
     contents[info + "METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}".encode()
-    contents[info + "WHEEL"] = b"Wheel-Version: 1.0\nGenerator: build_hooks.runtime.bundle\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     contents[info + "top_level.txt"] = f"{NAME}\n".encode()  # the model data's files are widgets_py's package data
-    record = [_record_line(n, d) for n, d in contents.items()] + [info + "RECORD,,"]
-    contents[info + "RECORD"] = ("\n".join(record) + "\n").encode()
-    data = zips.write(contents)
-    return Wheel(f"{name}-{version}-py3-none-any.whl", data, assets.sha256(data))
+    data = zips.tar(contents)
+    return Archive(f"{name}-{version}{zips.TAR_BZ2}", data, assets.sha256(data))
 
 
-def numpy_wheel(data: bytes) -> Wheel:
+def members(package: Archive) -> dict[str, bytes]:
+    """Member name -> bytes of one of our packages (make_package)."""
+    return zips.tar_members(package.data)
+
+
+def numpy_wheel(data: bytes) -> Archive:
     """The numpy wheel the site serves: the pinned one, or it with bytecode added (bytecode.py).
 
     Changed bytes get a changed name (a local version, the content's own hash), so no cache
@@ -111,13 +115,13 @@ def numpy_wheel(data: bytes) -> Wheel:
     """
     digest = assets.sha256(data)
     if digest == assets.PINNED[assets.NUMPY_WHEEL]:
-        return Wheel(assets.NUMPY_WHEEL, data, digest)
+        return Archive(assets.NUMPY_WHEEL, data, digest)
     name, version, rest = assets.NUMPY_WHEEL.split("-", 2)
-    return Wheel(f"{name}-{version}+{digest[:12]}-{rest}", data, digest)
+    return Archive(f"{name}-{version}+{digest[:12]}-{rest}", data, digest)
 
 
-def lock(wheel: Wheel | None, numpy: Wheel | None = None, models: Wheel | None = None,
-         sources: Wheel | None = None) -> str:
+def lock(wheel: Archive | None, numpy: Archive | None = None, models: Archive | None = None,
+         sources: Archive | None = None) -> str:
     """The site's pyodide-lock.json: numpy (the official entry's wheel, or it with bytecode), our
     wheel and, apart, the model data's and the sources' (each loaded by name, never as a dependency)."""
     numpy = numpy or numpy_wheel(assets.fetch(assets.NUMPY_WHEEL).read_bytes())
@@ -140,8 +144,8 @@ def lock(wheel: Wheel | None, numpy: Wheel | None = None, models: Wheel | None =
     return json.dumps(spec.model_dump(), indent=1, sort_keys=True)
 
 
-def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str],
-                models: Wheel | None = None, sources: Wheel | None = None) -> protocol.SiteConfig:
+def site_config(wheel: Archive, core: dict[str, str], versions: dict[str, str],
+                models: Archive | None = None, sources: Archive | None = None) -> protocol.SiteConfig:
     """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
 
     `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
@@ -150,13 +154,14 @@ def site_config(wheel: Wheel, core: dict[str, str], versions: dict[str, str],
     loads by URL (the workers, what they import, the lock): the URL carries it (`?v=`), so
     no HTTP cache and no service worker pairs this build's page with another build's file.
     `markup`: what a widget's figure may contain (widgets_py/engine/markup.py), for the
-    page's sanitiser. `models`: the model data's wheel, as the lock names it, and its sha256
-    (none: the site has no model data). `sources`: the compiled modules' source, as the lock
-    names it (none: the code's wheel carries every source). `worker`: worker.js's URL
+    page's sanitiser. `models`: the model data's package, as the lock names it, its sha256 and
+    the widgets and exercises whose calls need it (none: the site has no model data).
+    `sources`: the compiled modules' source, as the lock names it (none: the code's package
+    carries every source). `worker`: worker.js's URL
     (worker_url). Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
     """
     return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256,
-            "models": {"package": MODELS_KEY, "sha256": models.sha256} if models else None,
+            "models": {"package": MODELS_KEY, "sha256": models.sha256, "needs": placement.needing_models()} if models else None,
             "sources": SOURCES_KEY if sources else None, "worker": worker_url(versions),
             "core": core, "versions": versions, "markup": markup.allow_list()}
 

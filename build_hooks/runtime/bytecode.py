@@ -24,7 +24,9 @@ compiled on first use as before. Two stages, each cached under a hash of its inp
 The bytecode carries line numbers but no column ranges (`PYTHONNODEBUGRANGES`, PEP 657): a
 traceback through a shipped module names its line without the `^^^` under the expression,
 and the location tables, a fifth of a module's deflated bytecode, are not downloaded (a
-reader's own code, compiled in the browser, keeps them).
+reader's own code, compiled in the browser, keeps them). Our own modules' bytecode also
+leaves out their functions' docstrings, which no call reads (the «Codi» panel shows the
+source, with them): a tenth of the code's package.
 
 The bytes depend only on the inputs: the same wasm interpreter, hash-based .pyc (no
 timestamps), sorted lists; marshal sorts frozen sets (Python 3.11+) and the string hash seed
@@ -77,7 +79,8 @@ import sys
 {imports}
 imported = sorted({{m.__spec__.origin for m in list(sys.modules.values())
                    if getattr(m, "__spec__", None) and (m.__spec__.origin or "").startswith("/")}})
-import importlib.util, json, os, py_compile, zipfile
+import ast, importlib.util, json, os, py_compile, zipfile
+from importlib._bootstrap_external import _code_to_hash_pyc
 def has_bytecode(origin):
     return origin.endswith(".pyc") or os.path.exists(importlib.util.cache_from_source(origin))
 origins = sorted({{m.__spec__.origin for m in list(sys.modules.values())
@@ -90,8 +93,22 @@ for origin in origins:
         source = "/tmp/source.py"
         with open(source, "wb") as f:
             f.write(stdlib.read(origin[len({stdlib!r}):]))
-    py_compile.compile(source, cfile={out!r} + origin.lstrip("/") + "c", dfile=origin, doraise=True,
-                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    cfile = {out!r} + origin.lstrip("/") + "c"
+    if not origin.startswith({ours!r}):
+        py_compile.compile(source, cfile=cfile, dfile=origin, doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+        continue
+    # ours: as py_compile does it, but without the functions' docstrings, which no call reads
+    # (a module's, edits.py does; a dataclass without one would compute one at its import)
+    with open(source, "rb") as f:
+        data = f.read()
+    tree = ast.parse(data, origin)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node, clean=False) is not None:
+            node.body = node.body[1:] or [ast.copy_location(ast.Pass(), node.body[0])]
+    os.makedirs(os.path.dirname(cfile), exist_ok=True)
+    with open(cfile, "wb") as f:
+        f.write(_code_to_hash_pyc(compile(tree, origin, "exec", dont_inherit=True), importlib.util.source_hash(data), True))
 with open({out!r} + "files.json", "w") as f:
     json.dump({{"compiled": origins, "imported": imported}}, f)
 """
@@ -157,7 +174,7 @@ def _compile(files: dict[str, bytes], package: str, imports: str, cached: Path) 
     """
     if (entry := cache.read(cached)) is not None:
         return _read(entry)
-    script = SCRIPT.format(imports=imports, stdlib=STDLIB, out=OUT)
+    script = SCRIPT.format(imports=imports, stdlib=STDLIB, out=OUT, ours=SITE_PACKAGES + bundle.NAME + "/")
     with tempfile.TemporaryDirectory(prefix="tw-bytecode-") as tmp:
         work, out = Path(tmp) / "runtime", Path(tmp) / "out"
         work.mkdir()
@@ -251,6 +268,11 @@ def add_to_zip(data: bytes, extra: dict[str, bytes], *, record: str | None = Non
 def strip(data: bytes) -> bytes:
     """`data` (a zip) without its bytecode, and a wheel's RECORD without the lines naming it."""
     return zips.without(data, lambda name: name.endswith(".pyc"))
+
+
+def strip_tar(data: bytes) -> bytes:
+    """`data` (one of our packages, a tar.bz2) as a plain tar without its bytecode."""
+    return zips.plain_tar(data, lambda name: name.endswith(".pyc"))
 
 
 if __name__ == "__main__":  # `python -m build_hooks.runtime.bytecode`: stage 1 ahead of a build (./dev does it)

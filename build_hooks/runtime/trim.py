@@ -130,7 +130,7 @@ def module_name(member: str) -> str:
     return (path.split(".", 1)[0] if path.endswith(EXTENSION) else path).replace("/", ".")
 
 
-def index(stdlib_full: bytes, numpy_full: bundle.Wheel, numpy_dropped: list[str]) -> bytes:
+def index(stdlib_full: bytes, numpy_full: bundle.Archive, numpy_dropped: list[str]) -> bytes:
     """INDEX: each archive beside the trimmed ones, what it completes, and for which names.
 
     `kind` says how the finder uses it: "path", a zip put on sys.path after the trimmed one
@@ -152,10 +152,10 @@ def stdlib_zip(members: dict[str, bytes], index_data: bytes) -> bytes:
     return zips.write(dict(sorted({**members, INDEX: index_data}.items())))
 
 
-def runtime(core: dict[str, bytes], numpy: bundle.Wheel, pinned: dict[str, bytes],
-            pycs: dict[str, bytes], imported: tuple[str, ...]) -> tuple[dict[str, bytes], bundle.Wheel]:
+def runtime(core: dict[str, bytes], numpy: bundle.Archive, pinned: dict[str, bytes],
+            pycs: dict[str, bytes], imported: tuple[str, ...]) -> tuple[dict[str, bytes], bundle.Archive]:
     """(Pyodide's core files, numpy) trimmed to `imported`, the pinned archives added to the core files."""
-    numpy_full = bundle.Wheel(assets.NUMPY_WHEEL, pinned[assets.NUMPY_WHEEL], assets.PINNED[assets.NUMPY_WHEEL])
+    numpy_full = bundle.Archive(assets.NUMPY_WHEEL, pinned[assets.NUMPY_WHEEL], assets.PINNED[assets.NUMPY_WHEEL])
     stdlib_full = pinned[bytecode.STDLIB_FILE]
     numpy_data, dropped = numpy_wheel(numpy.data, imported)
     stdlib = stdlib_zip(stdlib_members(pycs, imported), index(stdlib_full, numpy_full, dropped))

@@ -1,11 +1,12 @@
-"""Every zip the build writes (wheels, python_stdlib.zip, the bytecode cache), through one module.
+"""Every archive the build writes (python_stdlib.zip, numpy's wheel, our packages' tar.bz2, the
+bytecode cache), through one module.
 
 The bytes must depend on the inputs alone: a changed byte is a new sha256 in the lock and the
 site config, a new download for every reader. So a new member carries no build time (the
 earliest zip timestamp), no owner's mode (0644) and its content as given, in the order given
 (the callers sort); a member copied from another archive keeps its name, timestamp and
 compression; and an archive only gaining members is appended to, its own members left as the
-very bytes they were.
+very bytes they were. A tar (`tar`) likewise: no time, no owner, 0644, members in the order given.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 import copy
 import io
 import struct
+import tarfile
 import zipfile
 
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip timestamp: no build time in the bytes
+TAR_BZ2, TAR = ".tar.bz2", ".tar"  # file name endings Pyodide's loader unpacks (shutil.unpack_archive)
 
 
 def entry(name: str, compression: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
@@ -113,13 +116,40 @@ def without(data: bytes, drop) -> bytes:
         gone = {name for name in z.namelist() if drop(name)}
     if not gone:
         return data
-    listed = tuple(name.encode() + b"," for name in sorted(gone))  # RECORD lines: path,hash,size
 
     def member(name: str, body: bytes) -> tuple[str, bytes] | None:
-        if name in gone:
-            return None
-        if name.endswith(".dist-info/RECORD"):
-            body = b"".join(line for line in body.splitlines(keepends=True) if not line.startswith(listed))
-        return name, body
+        return None if name in gone else (name, _record_without(name, body, gone))
 
     return rewrite(data, member)
+
+
+def _record_without(name: str, body: bytes, gone: set[str]) -> bytes:
+    """Member `name`'s body, but for a wheel's RECORD without the lines naming `gone`."""
+    if not name.endswith(".dist-info/RECORD"):
+        return body
+    listed = tuple(g.encode() + b"," for g in sorted(gone))  # RECORD lines: path,hash,size
+    return b"".join(line for line in body.splitlines(keepends=True) if not line.startswith(listed))
+
+
+def tar(members: dict[str, bytes], *, compressed: bool = True) -> bytes:
+    """A tar of `members`, in their order, bzip2-compressed at level 9 (`compressed`) or plain,
+    each a regular file with no time, no owner and mode 0644 (its folders are made on unpacking)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:bz2" if compressed else "w", format=tarfile.PAX_FORMAT) as t:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            t.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def tar_members(data: bytes) -> dict[str, bytes]:
+    """Member name -> bytes of a tar (compressed or not), in the archive's order."""
+    with tarfile.open(fileobj=io.BytesIO(data)) as t:
+        return {info.name: t.extractfile(info).read() for info in t.getmembers() if info.isfile()}
+
+
+def plain_tar(data: bytes, drop) -> bytes:
+    """The tar `data` uncompressed, without the members `drop(name)` is true of: for a file that
+    gzips the whole archive (the single file)."""
+    return tar({name: body for name, body in tar_members(data).items() if not drop(name)}, compressed=False)

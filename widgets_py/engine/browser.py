@@ -102,9 +102,11 @@ def warm_kernel() -> None:
     backend.warm(session.current().products())
 
 
-def needs_models(name: str) -> bool:
-    """Whether widget `name` reads the model data (Widget.models): worker.js has it in first."""
-    return registry.get(name).models
+def installed() -> None:
+    """A package came in after the boot (the model data's, the sources'), with chapter modules
+    in it (build_hooks/runtime/placement.py): the registry finds its widgets and exercises again."""
+    importlib.invalidate_caches()  # folders Python listed before the package's files arrived
+    registry.refresh()
 
 
 class Run:
@@ -200,8 +202,8 @@ def rehearse() -> None:
             pass
         if task["failed"]:
             raise RuntimeError("the warm-up failed: " + "; ".join(task["failed"]))
+    installed()
     for name in registry.names():
-        needs_models(name)
         fixed(name, "{}")
         run = Run(name, "{}")
         while json.loads(run.advance()).get("partial"):

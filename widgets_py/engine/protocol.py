@@ -19,12 +19,14 @@ worker.js calls only the entries listed here.
                     not load), ModelsLoaded (the model data is in, or why not), Step (a long
                     call's progress), Reply (the call's end), Pong
 
-Loaded comes once the code's wheel and numpy are in: the calculators answer from then on.
-The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a wheel apart, fetched when
-the page sends LoadModels or a call of a widget that reads it (`needs_models`) comes first;
-that call waits for it.
-The source of the modules shipped as bytecode (bundle.py: `sources`) is a wheel apart too,
-fetched before the first Call that reads it (a module's source, a check of the reader's answer).
+Loaded comes once the code's package and numpy are in: the calculators answer from then on.
+The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a package apart, with the code
+that only its widgets run (build_hooks/runtime/placement.py), fetched when the page sends
+LoadModels or a call that needs it (Init's `needsModels`: a model widget's, or a check of an
+exercise that drives one) comes first; that call waits for it.
+The source of the modules shipped as bytecode (bundle.py: `sources`) is a package apart too,
+with the code that reads or checks a reader's code, fetched before the first Call that needs
+it (a module's source, an edit, an exercise's hints or a check of the reader's answer).
 
 Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
 `versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of the
@@ -75,7 +77,7 @@ SCHEDULE = {
 # What worker.js calls in browser.py (the package's browser entry), and on the objects two of
 # them return (Pyodide's proxies add destroy()).
 ENTRIES = ("prepare", "WarmUp", "Run", "fixed", "source", "render_edited", "Trainer", "exercise", "check_exercise",
-           "needs_models")
+           "installed")
 METHODS = {"WarmUp": ("advance",), "Run": ("advance",), "Trainer": ("advance",)}
 
 # ---- the calls: payload (page -> worker) and what the reply's `data` is ------------------
@@ -243,20 +245,22 @@ class MarkupAllowList(TypedDict):
 
 
 class ModelData(TypedDict):
-    """The model data's wheel (bundle.MODEL_DATA), fetched apart from the code's."""
+    """The model data's package (bundle.MODEL_DATA, and the code only its widgets run), fetched
+    apart from the code's."""
     package: str  # as the lock names it
     sha256: str
+    needs: list[str]  # the widgets and exercises whose calls need it (placement.needing_models)
 
 
 class SiteConfig(TypedDict):
     """What the page needs to boot the worker (build_hooks/bundle.site_config, kernel.js)."""
     runtime: str  # the site's Pyodide folder, from the site's root
     lock: str  # its pyodide-lock.json, in that folder
-    package: str  # the widgets' wheel, as the lock names it
+    package: str  # the widgets' code package, as the lock names it
     entry: str  # its browser entry module (browser.py)
-    sha256: str  # the wheel's: one build's kernel is not another's (nor are the model data's, below)
+    sha256: str  # the package's: one build's kernel is not another's (nor are the model data's, below)
     models: ModelData | None  # None: the site has no model data
-    sources: str | None  # the compiled modules' source, as the lock names it (None: in the code's wheel)
+    sources: str | None  # the compiled modules' source, as the lock names it (None: in the code's package)
     worker: str  # worker.js from the site's root, with the versions of it and its imports (`?v=…`)
     core: dict[str, str]  # Pyodide's files as served -> sha256 (export.py copies them)
     versions: dict[str, str]  # site path -> hash of the bytes of each file a script loads by URL (`?v=`)
@@ -269,10 +273,11 @@ class Init(TypedDict):
     type: Literal["init"]
     indexURL: str  # the site's Pyodide folder
     lockFileURL: str
-    package: str  # the widgets' wheel, as the lock names it
+    package: str  # the widgets' code package, as the lock names it
     entry: str  # its browser entry module (browser.py)
-    models: str | None  # the model data's wheel, as the lock names it (None: none)
-    sources: str | None  # the compiled modules' source, fetched when read (None: in the code's wheel)
+    models: str | None  # the model data's package, as the lock names it (None: none)
+    needsModels: list[str]  # the widgets and exercises whose calls wait for it (ModelData.needs)
+    sources: str | None  # the compiled modules' source, fetched when read (None: in the code's package)
 
 
 class LoadModels(TypedDict):

@@ -84,7 +84,7 @@
       lock.searchParams.set("v", this.versions[config.runtime + config.lock] || config.sha256.slice(0, 16));
       this.toWorker({ type: P.INIT, indexURL: runtime.href, lockFileURL: lock.href,
                       package: config.package, entry: config.entry, models: config.models ? config.models.package : null,
-                      sources: config.sources || null });
+                      needsModels: config.models ? config.models.needs : [], sources: config.sources || null });
     }
 
     /** Ask the worker for the model data now (once): a model widget is near the viewport, or

@@ -22,12 +22,14 @@
 //                     not load), ModelsLoaded (the model data is in, or why not), Step (a long
 //                     call's progress), Reply (the call's end), Pong
 //
-// Loaded comes once the code's wheel and numpy are in: the calculators answer from then on.
-// The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a wheel apart, fetched when
-// the page sends LoadModels or a call of a widget that reads it (`needs_models`) comes first;
-// that call waits for it.
-// The source of the modules shipped as bytecode (bundle.py: `sources`) is a wheel apart too,
-// fetched before the first Call that reads it (a module's source, a check of the reader's answer).
+// Loaded comes once the code's package and numpy are in: the calculators answer from then on.
+// The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a package apart, with the code
+// that only its widgets run (build_hooks/runtime/placement.py), fetched when the page sends
+// LoadModels or a call that needs it (Init's `needsModels`: a model widget's, or a check of an
+// exercise that drives one) comes first; that call waits for it.
+// The source of the modules shipped as bytecode (bundle.py: `sources`) is a package apart too,
+// with the code that reads or checks a reader's code, fetched before the first Call that needs
+// it (a module's source, an edit, an exercise's hints or a check of the reader's answer).
 //
 // Every script URL carries its build's version (`?v=HASH` of its bytes, from the site config's
 // `versions`): worker.js is started as worker.js?v=…&protocol=…&lockdown=…, the versions of the

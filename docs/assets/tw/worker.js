@@ -1,12 +1,13 @@
 // @ts-check
-// Web Worker: boots Pyodide with the site's widgets_py wheel (Pyodide's own package loader
-// fetches it and numpy, its dependency, while Pyodide boots, and checks both against the
-// sha256 of the site's pyodide-lock.json), and answers calls. The model data (the mini-GPTs' weights,
-// the corpus, the WebAssembly kernel: a wheel apart, bundle.py) comes later, the same way:
-// when the page asks (LOAD_MODELS) or a call of a widget that reads it comes first, which
-// waits for it. The source of the modules the code's wheel ships as bytecode comes later too,
-// before the first call that reads it (a module's source for the «Codi» panel, a check of a
-// reader's answer): no widget reads it to answer. The protocol is protocol.js.
+// Web Worker: boots Pyodide with the site's widgets_py code package (Pyodide's own package
+// loader fetches it and numpy, its dependency, while Pyodide boots, and checks both against
+// the sha256 of the site's pyodide-lock.json), and answers calls. The model data (the
+// mini-GPTs' weights, the corpus, the WebAssembly kernel, and the code only its widgets run: a
+// package apart, bundle.py) comes later, the same way: when the page asks (LOAD_MODELS) or a
+// call that needs it comes first (`needsModels`), which waits for it. The source of the
+// modules shipped as bytecode, with the code that reads or checks a reader's code, comes later
+// too, before the first call that needs it (a module's source for the «Codi» panel, an edit,
+// an exercise): no widget reads it to answer. The protocol is protocol.js.
 //
 // It runs in a worker that kernel.js starts from a blob: URL (so the page's policy holds it:
 // lockdown.js says why), which imports this file by its address, `self.twScript`; the single
@@ -37,13 +38,15 @@ const progress = (message, fraction) => send({ type: P.PROGRESS, message, fracti
 const cancelled = new Set(); // ids of long calls asked to stop
 let entry = null; // the package's browser entry module (Run, fixed, source, render_edited, Trainer, exercise, check_exercise)
 let load = null; // (package name) => a promise that it is installed, checked against the lock
-let modelsPackage = null; // the model data's wheel, as the lock names it (null: the site has none)
+let modelsPackage = null; // the model data's package, as the lock names it (null: the site has none)
+/** @type {Set<string>} */
+let needsModels = new Set(); // the widgets and exercises whose calls wait for it
 let models = null; // once asked for: a promise that the model data is installed (loadModels)
 let sourcesPackage = null; // the compiled modules' source, as the lock names it (null: in the code's wheel)
 let sources = null; // once asked for: a promise that it is installed (loadSources)
 let warming = null; // the warm-up so far: a promise of what failed in it
 
-async function boot({ indexURL, lockFileURL, package: name, entry: module, models: data, sources: source }) {
+async function boot({ indexURL, lockFileURL, package: name, entry: module, models: data, needsModels: needing, sources: source }) {
   progress("Carregant l'intèrpret de Python…", 0.05);
   importScripts(indexURL + "pyodide.js");
   // `packages`: Pyodide fetches the code's wheel and numpy while it boots, not after it; a
@@ -63,6 +66,7 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
     if (failures.length) throw new Error(`${what}: ${why.join("; ")}${await cause(lockFileURL)}`);
   };
   modelsPackage = data || null;
+  needsModels = new Set(needing || []);
   sourcesPackage = source || null;
   progress("Carregant numpy i els widgets…", 0.6);
   await load(name);
@@ -91,7 +95,7 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
  *  what reads it follows. */
 function loadModels(installed = false) {
   if (models) return models;
-  models = modelsPackage && !installed ? load(modelsPackage) : Promise.resolve();
+  models = modelsPackage && !installed ? load(modelsPackage).then(() => entry.installed()) : Promise.resolve();
   models.then(() => send({ type: P.MODELS, failed: null }), (error) => send({ type: P.MODELS, failed: lastLine(error) }));
   const before = warming;
   warming = Promise.all([before, models]).then(
@@ -105,7 +109,7 @@ function loadModels(installed = false) {
 /** The source of the modules shipped as bytecode, fetched and installed beside it once
  *  (the first call that reads it waits for it); a failure is that call's, and the next tries again. */
 function loadSources() {
-  if (!sources) sources = sourcesPackage ? load(sourcesPackage) : Promise.resolve();
+  if (!sources) sources = sourcesPackage ? load(sourcesPackage).then(() => entry && entry.installed()) : Promise.resolve();
   sources.catch(() => (sources = null));
   return sources;
 }
@@ -126,13 +130,15 @@ async function warmUp(withModels) {
   }
 }
 
-// the calls of a widget that may read the model data: it is loaded first if that widget does
+// the calls of a widget or an exercise that may need the model data's package: it is loaded
+// first if that one does (`needsModels`: a model widget, an exercise that drives one)
 /** @type {Set<string>} */
-const NEEDS_MODELS = new Set([P.CALLS.RUN, P.CALLS.FIXED, P.CALLS.TRAIN, P.CALLS.EDITED]);
-// the calls that read the shipped modules' source: the code panel's, and a check (an exercise
-// that drives a widget answers with that widget's module, the reader's function in it)
+const NEEDS_MODELS = new Set([P.CALLS.RUN, P.CALLS.FIXED, P.CALLS.TRAIN, P.CALLS.EDITED, P.CALLS.SOURCE, P.CALLS.CHECK]);
+// the calls that need the sources' package: the shipped modules' source (the code panel's,
+// and a check: an exercise that drives a widget answers with that widget's module, the
+// reader's function in it), and the code of edits and exercises (bundle.py)
 /** @type {Set<string>} */
-const NEEDS_SOURCES = new Set([P.CALLS.SOURCE, P.CALLS.CHECK]);
+const NEEDS_SOURCES = new Set([P.CALLS.SOURCE, P.CALLS.EDITED, P.CALLS.EXERCISE, P.CALLS.CHECK]);
 
 /** Why the packages did not load: the network, or their bytes (Pyodide checks each against
  *  the sha256 of the site's lock, and says only "failed" either way). A HEAD request, which
@@ -251,8 +257,8 @@ self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ event) => {
   } else if (msg.type in CALLS && "payload" in msg) {
     if (!(await booted)) return; // the failure was already reported as an error event
     try {
-      const { widget } = /** @type {{widget?: string}} */ (msg.payload);
-      if (NEEDS_MODELS.has(msg.type) && widget !== undefined && entry.needs_models(widget)) await loadModels();
+      const { widget, exercise } = /** @type {{widget?: string, exercise?: string}} */ (msg.payload);
+      if (NEEDS_MODELS.has(msg.type) && needsModels.has(widget ?? exercise ?? "")) await loadModels();
       if (NEEDS_SOURCES.has(msg.type)) await loadSources();
       send({ type: P.REPLY, id: msg.id, ok: true, data: await CALLS[msg.type](msg.payload, msg.id) });
     } catch (error) {
