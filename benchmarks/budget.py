@@ -112,7 +112,7 @@ def layout_before(site: Path, dest: Path) -> None:
     for key in (bundle.PACKAGE_KEY, bundle.SOURCES_KEY):
         if key in packages:
             (runtime / packages[key]["file_name"]).unlink()
-    core, numpy, wheel, models, _ = assemble.assemble(is_serve=False, trimmed=False)
+    core, numpy, wheel, models, _, _ = assemble.assemble(is_serve=False, trimmed=False)
     assert (runtime / models.file_name).read_bytes() == models.data, "the site was built from other sources"
     for name, data in {**core, numpy.file_name: numpy.data, wheel.file_name: wheel.data}.items():
         (runtime / name).write_bytes(data)

@@ -381,9 +381,10 @@ def print_runs(runs: list[dict], floor: list[dict]) -> None:
 GROUPS = (  # (group, what a path starts with, after the site's root), in the order they are tried
     ("Pyodide + stdlib", ("pyodide/pyodide", "pyodide/python_stdlib")),
     ("numpy", ("pyodide/numpy-",)),
-    ("widgets code wheel", ("pyodide/widgets_py-",)),
-    ("widgets sources wheel", ("pyodide/widgets_py_sources-",)),
-    ("model data wheel", ("pyodide/widgets_py_models-",)),
+    ("widgets code package", ("pyodide/widgets_py-",)),
+    ("calculators' own packages", ("pyodide/widgets_py_widget_",)),
+    ("widgets sources package", ("pyodide/widgets_py_sources-",)),
+    ("model data package", ("pyodide/widgets_py_models-",)),
     ("lock", ("pyodide/",)),
     ("code editor (CodeMirror)", ("assets/tw/editor/",)),
     ("site scripts + css", ("assets/tw/",)),

@@ -21,9 +21,10 @@ from .runtime.bundle import Archive, site_config
 @dataclass
 class Build:
     is_serve: bool  # `mkdocs serve`: no CSP meta (live reload injects a script), no service worker
-    wheel: Archive | None = None  # this build's widgets_py wheel (assemble.on_files)
+    wheel: Archive | None = None  # this build's widgets_py code package (assemble.on_files)
     models: Archive | None = None  # and its model data's (bundle.MODEL_DATA)
     sources: Archive | None = None  # and its compiled modules' source (assemble.sourceless), if apart
+    widgets: dict[str, Archive] = field(default_factory=dict)  # and each calculator's own (runtime/placement.py)
     core: dict[str, str] = field(default_factory=dict)  # Pyodide's files as served -> sha256 (assemble)
     slots: dict[str, list[str]] = field(default_factory=dict)  # page src_uri -> widget HTML by slot
     fixed: dict[str, Any] = field(default_factory=dict)  # fixed-parameter runs, computed once per build
@@ -39,7 +40,7 @@ class Build:
     code_key: Any = None  # widget name -> hash of the code its runs come from (a dirty serve's: preview.on_files)
     rendered: set[str] = field(default_factory=set)  # src_uri of the pages this build renders (preview)
 
-    runtime: Future | None = None  # (core files, numpy, wheel, model data, sources) being assembled (assemble.on_config)
+    runtime: Future | None = None  # (core files, numpy, code, model data, sources, widgets) being assembled (assemble.on_config)
     editor_bundle: Future | None = None  # the editor bundle's path being made (codepanel.on_config)
 
     @staticmethod
@@ -61,4 +62,4 @@ class Build:
     def site_config(self) -> SiteConfig:
         """What the browser needs to boot (carried by every widget page)."""
         assert self.wheel is not None, "on_files (assemble) makes the wheel before pages render"
-        return site_config(self.wheel, self.core, self.versions, self.models, self.sources)
+        return site_config(self.wheel, self.core, self.versions, self.models, self.sources, self.widgets)

@@ -14,7 +14,7 @@ from html import unescape
 from pathlib import Path
 import pytest
 
-from build_hooks.runtime import assets, zips
+from build_hooks.runtime import assets, bundle, zips
 import book
 from conftest import ROOT
 from widgets_py import formatted, run
@@ -29,7 +29,11 @@ def test_pyodide_runtime_and_numpy_are_in_the_site(site):
     """The pinned files, python_stdlib.zip and numpy's wheel trimmed to bytecode: test_bytecode.py, test_trimmed_runtime.py."""
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     assert lock["info"]["version"] == assets.PYODIDE_VERSION
-    assert set(lock["packages"]) == {"numpy", "widgets-py", "widgets-py-models", "widgets-py-sources"}  # the code; the model data and the sources apart
+    own = {bundle.widget_package(name)[1] for name in ("roofline", "kv_cache", "batching", "cost", "frontier", "tensor_parallel")}
+    assert {"numpy", "widgets-py", "widgets-py-models", "widgets-py-sources"} | own <= set(lock["packages"])  # the code; the
+    # model data, the sources and each calculator's own apart (the fixture chapters' calculators have theirs too)
+    assert all(key.startswith(bundle.WIDGET_KEY) for key in set(lock["packages"]) - {"numpy", "widgets-py", "widgets-py-models",
+                                                                                      "widgets-py-sources"})
     for spec in lock["packages"].values():
         assert assets.sha256((site / "pyodide" / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
 
@@ -51,6 +55,7 @@ def check_prerendered(site, page):
         for key, shown in re.findall(r'<div data-value="([^"]+)"><dt>(?:(?!</dt>).)*</dt><dd>([^<]*)</dd>', block):
             assert is_measured(w["name"], key) or unescape(shown) == text[key]
     config = json.loads(unescape(re.search(r'<script src="[^"]*kernel\.js[^"]*" data-config="([^"]+)" id="tw-config"></script>', html).group(1)))
+    assert config["page"] == list(dict.fromkeys(w["name"] for w in widgets))  # its widgets, in its order
     runtime = site / config["runtime"]
     entry = json.loads((runtime / config["lock"]).read_text())["packages"][config["package"]]
     wheel = (runtime / entry["file_name"]).read_bytes()

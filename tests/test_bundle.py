@@ -112,3 +112,24 @@ def test_the_worker_s_modules_ship_as_bytecode_alone_and_their_source_apart():
                                                     sources=bundle.make_package(apart, name=bundle.SOURCES_NAME))))
     lock.check_wheel_filenames()
     assert lock.packages[bundle.SOURCES_KEY].depends == [] and lock.packages[bundle.SOURCES_KEY].imports == []
+
+
+def test_each_calculator_s_own_package_is_in_the_lock_and_the_config_after_the_code_s(tmp_path):
+    """assemble.split_packages: every module in one of our packages (placement.py), each
+    calculator's own locked as needing the code's, and named in the site config for the
+    calculator and for each exercise that drives it."""
+    from build_hooks.runtime import assemble, placement
+
+    code, data = bundle.split(bundle.package_files())
+    wheel, models, sources, widgets = assemble.split_packages(code, data, {})
+    placed = placement.place(code)
+    assert {w: set(bundle.members(p)) - {n for n in bundle.members(p) if ".dist-info/" in n} for w, p in widgets.items()} \
+        == {w: set(names) for w, names in placed.widgets.items()}
+    assert set(code) <= set(bundle.members(wheel)) | set(bundle.members(models)) | set(bundle.members(sources)) \
+        | {n for p in widgets.values() for n in bundle.members(p)}
+    lock = PyodideLockSpec(**json.loads(bundle.lock(wheel, None, models, sources, widgets)))
+    key = bundle.widget_package("kv_cache")[1]
+    assert lock.packages[key].depends == [bundle.PACKAGE_KEY] and lock.packages[key].sha256 == widgets["kv_cache"].sha256
+    config = bundle.site_config(wheel, {}, {}, models, sources, widgets)
+    assert config["widgets"]["kv_cache"] == key and config["widgets"]["kv_bytes"] == key  # the exercise that drives it
+    assert config["page"] == []  # each page's is its own (prerender.config_attribute)

@@ -156,7 +156,9 @@ const [runtime, script, ...more] = process.argv.slice(2);
 const { loadPyodide } = require(runtime + "/pyodide.js");
 (async () => {
   const py = await loadPyodide({ indexURL: runtime + "/", lockFileURL: runtime + "/pyodide-lock.json" });
-  await py.loadPackage(["widgets-py", "widgets-py-models", ...more], { messageCallback: () => {} }); // code, model data
+  const lock = JSON.parse(require("fs").readFileSync(runtime + "/pyodide-lock.json", "utf8"));
+  const ours = Object.keys(lock.packages).filter((key) => key.startsWith("widgets-py") && key !== "widgets-py-sources");
+  await py.loadPackage([...ours, ...more], { messageCallback: () => {} }); // code, model data, each calculator's own
   console.log(py.runPython(require("fs").readFileSync(script, "utf8")));
 })().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
 """  # node: boot a site's runtime, install the widgets (and the packages named after the script), print
@@ -191,13 +193,13 @@ def test_without_node_the_build_ships_the_pinned_files_and_says_so(monkeypatch, 
     monkeypatch.setattr(assets, "fetch", files.__getitem__)
     assert bytecode.runtime({"pyodide.js": b""}, b"{}") is None
     assert "no bytecode compiled" in capsys.readouterr().err
-    core, numpy, wheel, models, sources = assemble.assemble(is_serve=False)
+    core, numpy, wheel, models, sources, widgets = assemble.assemble(is_serve=False)
     assert {name: assets.sha256(data) for name, data in core.items()} == {
         name: digest for name, digest in assets.PINNED.items() if name != assets.NUMPY_WHEEL}
     assert (numpy.file_name, numpy.sha256) == (assets.NUMPY_WHEEL, assets.PINNED[assets.NUMPY_WHEEL])
     code, data = bundle.split(bundle.package_files())
     assert (wheel, models) == (bundle.make_package(code), bundle.make_package(data, name=bundle.MODELS_NAME))
-    assert sources is None  # no bytecode: every source stays in the code's wheel
+    assert sources is None and widgets == {}  # no bytecode: every module and source stays in the code's package
 
 
 @pytest.mark.build

@@ -174,14 +174,15 @@ def test_corrupted_widgets_bundle_is_refused(watched, server, site):
 
 
 def test_python_raising_in_one_widget_leaves_the_others_working(watched, server, site):
-    """A code package whose roofline module raises, locked with its own hash: only roofline fails."""
-    bundle = next((site / "pyodide").glob("widgets_py-*.tar.bz2"))
+    """roofline's own package (runtime/placement.py) with a module that raises, locked with its
+    own hash: only roofline fails."""
+    bundle = next((site / "pyodide").glob("widgets_py_widget_roofline-*.tar.bz2"))
     members = zips.tar_members(bundle.read_bytes())
     source = zips.tar_members(next((site / "pyodide").glob("widgets_py_sources-*.tar.bz2")).read_bytes())[
         "widgets_py/cap15/roofline.py"]
     source, n = re.subn(rb"(\ndef roofline\([^\n]*:\n)", rb"\1    raise RuntimeError('injectat per la prova')\n", source)
     assert n == 1, "the injection point moved"
-    assert "widgets_py/cap15/roofline.pyc" in members, "the code package no longer ships roofline as bytecode"
+    assert "widgets_py/cap15/roofline.pyc" in members, "roofline's package no longer ships it as bytecode"
     # its bytecode gives way to a source that raises on every call
     broken = zips.tar({("widgets_py/cap15/roofline.py" if name == "widgets_py/cap15/roofline.pyc" else name): (
         source if name == "widgets_py/cap15/roofline.pyc" else body) for name, body in members.items()})
@@ -191,7 +192,7 @@ def test_python_raising_in_one_widget_leaves_the_others_working(watched, server,
 
     def patch_lock(route):
         lock = json.loads(route.fetch().text())
-        lock["packages"]["widgets-py"]["sha256"] = digest
+        lock["packages"]["widgets-py-widget-roofline"]["sha256"] = digest
         route.fulfill(body=json.dumps(lock), content_type="application/json")
 
     page.route(re.compile(r".*/pyodide/pyodide-lock\.json(\?.*)?$"), patch_lock)

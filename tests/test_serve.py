@@ -132,10 +132,13 @@ def test_a_widget_edit_shows_on_every_page_that_places_it_and_no_page_keeps_the_
     now = served(serve, site)
     assert not any('"start">mesurat amb' in now[p] for p in placing), "a figure of the old code is left"
     assert not any("mesurat 4242 amb" in now[p] for p in ("cap15/sense-formules.html", "cap16/sense-formules.html"))
-    configs = {page: m.group(1) for page, html in now.items() if (m := CONFIG.search(html))}
+    configs = {page: json.loads(unescape(m.group(1))) for page, html in now.items() if (m := CONFIG.search(html))}
     assert set(CHAPTER_PAGES) <= set(configs)
-    assert len(set(configs.values())) == 1, f"pages boot Python with different builds' files: {sorted(configs)}"
-    wheel = json.loads(unescape(next(iter(configs.values()))))["sha256"]
+    for page, config in configs.items():  # each names its own widgets, in its order
+        assert config.pop("page") == list(dict.fromkeys(re.findall(r'data-widget="([^"]+)"', now[page]))), page
+    assert len({json.dumps(c, sort_keys=True) for c in configs.values()}) == 1, \
+        f"pages boot Python with different builds' files: {sorted(configs)}"
+    wheel = next(iter(configs.values()))["sha256"]
     lock = json.loads(serve.get("pyodide/pyodide-lock.json"))
     assert lock["packages"]["widgets-py"]["sha256"] == wheel, "the pages name another wheel than the lock's"
     assert wheel != shipped, "the wheel was not rebuilt from the edited module"

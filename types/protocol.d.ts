@@ -14,6 +14,8 @@ interface TWProtocol {
   readonly REPLY: "reply";
   readonly LOAD_MODELS: "models:load";
   readonly MODELS: "event:models";
+  readonly LOAD_WIDGETS: "widgets:load";
+  readonly WIDGETS: "event:widgets";
   readonly LAYOUT: "wide";
   readonly PARTIAL_MS: 80;
   readonly SHOW_MS: 200;
@@ -242,6 +244,8 @@ interface TWSiteConfig {
   core: Record<string, string>;
   versions: Record<string, string>;
   markup: TWMarkupAllowList;
+  widgets: Record<string, string>;
+  page: string[];
 }
 
 interface TWInit {
@@ -253,10 +257,17 @@ interface TWInit {
   models: string | null;
   needsModels: string[];
   sources: string | null;
+  widgets: Record<string, string>;
+  page: string[];
 }
 
 interface TWLoadModels {
   type: "models:load";
+}
+
+interface TWLoadWidgets {
+  type: "widgets:load";
+  widgets: string[];
 }
 
 interface TWCall {
@@ -299,6 +310,12 @@ interface TWModelsLoaded {
   failed: string | null;
 }
 
+interface TWWidgetsLoaded {
+  type: "event:widgets";
+  widgets: string[];
+  failed: string | null;
+}
+
 interface TWStep {
   type: "step";
   id: number;
@@ -323,8 +340,8 @@ interface TWPong {
   type: "pong";
 }
 
-type TWToWorker = TWInit | TWCall | TWCancel | TWPing | TWLoadModels;
-type TWFromWorker = TWProgress | TWLoaded | TWError | TWWarm | TWModelsLoaded | TWStep | TWReplied | TWFailed | TWPong;
+type TWToWorker = TWInit | TWCall | TWCancel | TWPing | TWLoadModels | TWLoadWidgets;
+type TWFromWorker = TWProgress | TWLoaded | TWError | TWWarm | TWModelsLoaded | TWWidgetsLoaded | TWStep | TWReplied | TWFailed | TWPong;
 
 /** call -> its payload, its steps' data (partial), its reply's data */
 interface TWCalls {

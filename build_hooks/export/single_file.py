@@ -301,6 +301,16 @@ def _page(site: Path, page: str, tracks: dict[str, str]) -> str:
     return _links(html, page, site_url, tracks)
 
 
+def _site_wide(head: str) -> str:
+    """`head` with its site config's `page` emptied: what names a page's own widgets
+    (prerender.config_attribute), for its worker's first packages; the file's worker installs
+    every package it carries at its boot."""
+    def emptied(match: re.Match) -> str:
+        config = json.loads(unescape(match.group(1)))
+        return f'data-config="{escape(json.dumps({**config, "page": []}), quote=True)}"'
+    return re.sub(r'data-config="([^"]+)"', emptied, head, count=1)
+
+
 def _split(html: str, page: str) -> tuple[str, str, str]:
     """(head up to and with <body…>, the page's own body, the scripts every page ends with)."""
     body = BODY.search(html)
@@ -336,6 +346,7 @@ def export(site: Path, chapter: str, out: Path, *, kept_in: Path | None = None, 
     for page in pages:
         html = _page(site, page, tracks)
         own_head, body, own_tail = _split(HEAD_META.sub("", html), page)
+        own_head = _site_wide(own_head)
         title = TITLE.search(own_head)
         if page == pages[0]:
             head, tail = own_head, own_tail

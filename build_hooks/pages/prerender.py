@@ -196,18 +196,21 @@ def on_post_page(output: str, *, page, config, build) -> str:
         return output
     root = "../" * page.url.count("/")
     tag = (f'<script src="{root}assets/tw/protocol.js"></script><script src="{root}assets/tw/kernel.js" '
-           f'{config_attribute(build)} id="{Id.CONFIG}"></script>')
+           f'{config_attribute(build, output)} id="{Id.CONFIG}"></script>')
     return output.replace("</title>", "</title>" + tag, 1)
 
 
-def config_attribute(build) -> str:
-    """The site config as the kernel's <script> carries it (on_post_page)."""
-    return f'data-{Data.CONFIG}="{escape(json.dumps(build.site_config()), quote=True)}"'
+def config_attribute(build, output: str) -> str:
+    """The site config as the kernel's <script> carries it (on_post_page), with the widgets of
+    the page `output`, in its order (`page`: the worker boots with the first calculator's own
+    package, worker.js)."""
+    page = list(dict.fromkeys(re.findall(f'data-{Data.WIDGET}="([^"]+)"', output)))
+    return f'data-{Data.CONFIG}="{escape(json.dumps({**build.site_config(), "page": page}), quote=True)}"'
 
 
 def reconfigured(output: str, build) -> str:
     """A page rendered by an earlier build with this build's site config (the wheel's hash, the
     versions of what scripts load): what a dirty serve writes into the pages that place no
     edited widget, so that no page boots Python with another build's files."""
-    attribute = config_attribute(build)
+    attribute = config_attribute(build, output)
     return re.sub(f'data-{Data.CONFIG}="[^"]*"', lambda m: attribute, output, count=1)

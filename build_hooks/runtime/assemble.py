@@ -48,10 +48,11 @@ def on_config(config, *, build):
 
 
 def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bundle.Archive, bundle.Archive, bundle.Archive,
-                                                            bundle.Archive | None]:
-    """(Pyodide's core files, the numpy wheel, our code's wheel, our model data's, the sources' or
-    None) as the site serves them; `trimmed=False`: the layout before trim.py, whole archives with
-    bytecode beside their source, ours too (benchmarks/budget.py)."""
+                                                            bundle.Archive | None, dict[str, bundle.Archive]]:
+    """(Pyodide's core files, the numpy wheel, our code's package, our model data's, the sources'
+    or None, each calculator's own) as the site serves them; `trimmed=False`: the layout before
+    trim.py, whole archives with bytecode beside their source, ours too (benchmarks/budget.py).
+    Under `mkdocs serve` or without node, the code's package holds every module."""
     pinned = {name: assets.fetch(name).read_bytes() for name in assets.PINNED}
     sources = bundle.package_files()
     code, data = bundle.split(sources)
@@ -70,30 +71,29 @@ def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bu
             core, numpy = with_bytecode(core, numpy, ours.pycs)
             pycs = bytecode.wheel_entries(ours.pycs, bundle.NAME)
             if not trimmed:
-                return core, numpy, bundle.make_package(code, pycs), models, None
+                return core, numpy, bundle.make_package(code, pycs), models, None, {}
             core, numpy = trim.runtime(core, numpy, pinned, {**first.pycs, **ours.pycs}, ours.imported)
             return (core, numpy, *split_packages(code, data, pycs))
-    return core, numpy, bundle.make_package(code), models, None
+    return core, numpy, bundle.make_package(code), models, None, {}
 
 
-def split_packages(code: dict[str, Path], data: dict[str, Path],
-                   pycs: dict[str, bytes]) -> tuple[bundle.Archive, bundle.Archive, bundle.Archive]:
-    """(the code's package, the model data's, the sources') as the site serves them, each module
-    in the package placement.py gives it: in the code's or the model data's, as its bytecode alone
-    where it has some; in the sources', the source of every module that has bytecode, and the
-    reader's modules as source alone (its calls are rare, and the source is there anyway)."""
-    boot, with_models, reader = placement.packages(code)
+def split_packages(code: dict[str, Path], data: dict[str, Path], pycs: dict[str, bytes]) -> tuple[
+        bundle.Archive, bundle.Archive, bundle.Archive, dict[str, bundle.Archive]]:
+    """(the code's package, the model data's, the sources', each calculator's own) as the site
+    serves them, each module in the package placement.py gives it: in the code's, the model
+    data's or a calculator's, as its bytecode alone where it has some; in the sources', the
+    source of every module that has bytecode, and the reader's modules as source alone (its
+    calls are rare, and the source is there anyway)."""
+    placed = placement.place(code)
     members, apart = sourceless(code, pycs)
 
-    def part(names: set[str]) -> tuple[dict[str, Path], dict[str, bytes]]:
-        return ({n: code[n] for n in sorted(names) if n not in apart},
-                {n + "c": members[n + "c"] for n in sorted(names) if n in apart})
-    files, compiled = part(boot)
-    model_files, model_compiled = part(with_models)
-    sources = {**apart, **{n: code[n] for n in reader}}
-    return (bundle.make_package(files, compiled), bundle.make_package({**data, **model_files}, model_compiled,
-                                                                        name=bundle.MODELS_NAME),
-            bundle.make_package(sources, name=bundle.SOURCES_NAME))
+    def package(names, extra_files=None, **named) -> bundle.Archive:
+        files = {n: code[n] for n in sorted(names) if n not in apart}
+        return bundle.make_package({**(extra_files or {}), **files},
+                                   {n + "c": members[n + "c"] for n in sorted(names) if n in apart}, **named)
+    return (package(placed.code), package(placed.models, data, name=bundle.MODELS_NAME),
+            bundle.make_package({**apart, **{n: code[n] for n in placed.reader}}, name=bundle.SOURCES_NAME),
+            {widget: package(names, name=bundle.widget_package(widget)[0]) for widget, names in placed.widgets.items()})
 
 
 def on_files(files: Files, *, config, build) -> Files:
@@ -103,15 +103,16 @@ def on_files(files: Files, *, config, build) -> Files:
     except pretrained.WeightsError as exc:
         raise PluginError(str(exc)) from None
     try:
-        core, numpy, wheel, models, sources = build.runtime.result()
+        core, numpy, wheel, models, sources, widgets = build.runtime.result()
     except assets.AssetError as exc:  # one message, no traceback: it says all there is
         raise PluginError(str(exc)) from None
-    build.wheel, build.models, build.sources = wheel, models, sources
+    build.wheel, build.models, build.sources, build.widgets = wheel, models, sources, widgets
     build.core = {name: assets.sha256(data) for name, data in core.items()}
     for name, data in core.items():
         files.append(File.generated(config, bundle.RUNTIME_DIR + name, content=data))
-    for w in (numpy, wheel, models, sources):
+    for w in (numpy, wheel, models, sources, *widgets.values()):
         if w is not None:
             files.append(File.generated(config, bundle.RUNTIME_DIR + w.file_name, content=w.data))
-    files.append(File.generated(config, bundle.RUNTIME_DIR + bundle.LOCK, content=bundle.lock(wheel, numpy, models, sources)))
+    files.append(File.generated(config, bundle.RUNTIME_DIR + bundle.LOCK,
+                                content=bundle.lock(wheel, numpy, models, sources, widgets)))
     return files

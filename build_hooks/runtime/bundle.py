@@ -48,6 +48,7 @@ NAME = "widgets_py"  # import name, and the distribution name in file names
 PACKAGE_KEY = "widgets-py"  # its normalised name (PEP 503): the lock's key, loadPackage's argument
 MODELS_NAME, MODELS_KEY = "widgets_py_models", "widgets-py-models"  # the model data's package, likewise
 SOURCES_NAME, SOURCES_KEY = "widgets_py_sources", "widgets-py-sources"  # the compiled modules' source, likewise
+WIDGET_NAME, WIDGET_KEY = "widgets_py_widget_", "widgets-py-widget-"  # + a calculator's name: its own package
 MODEL_DATA = (f"{NAME}/maths/weights/", f"{NAME}/maths/data/", f"{NAME}/accel/wasm/")  # archive folders: its files
 VERSION = "0.1.0"
 ENTRY = "widgets_py.engine.browser"  # the module the worker imports: render(), fixed(), Trainer
@@ -120,10 +121,16 @@ def numpy_wheel(data: bytes) -> Archive:
     return Archive(f"{name}-{version}+{digest[:12]}-{rest}", data, digest)
 
 
+def widget_package(widget: str) -> tuple[str, str]:
+    """(distribution name, lock key) of calculator `widget`'s own package (placement.py)."""
+    return WIDGET_NAME + widget.lower(), WIDGET_KEY + widget.lower().replace("_", "-")
+
+
 def lock(wheel: Archive | None, numpy: Archive | None = None, models: Archive | None = None,
-         sources: Archive | None = None) -> str:
+         sources: Archive | None = None, widgets: dict[str, Archive] | None = None) -> str:
     """The site's pyodide-lock.json: numpy (the official entry's wheel, or it with bytecode), our
-    wheel and, apart, the model data's and the sources' (each loaded by name, never as a dependency)."""
+    code's package and, apart, the model data's, the sources' (each loaded by name, never as a
+    dependency) and each calculator's own (`widgets`: widget -> its package), which needs the code's."""
     numpy = numpy or numpy_wheel(assets.fetch(assets.NUMPY_WHEEL).read_bytes())
     packages = {"numpy": PackageSpec(name="numpy", version=numpy.file_name.split("-")[1], file_name=numpy.file_name,
                                      install_dir="site", sha256=numpy.sha256, imports=["numpy"], unvendored_tests=True)}
@@ -139,13 +146,17 @@ def lock(wheel: Archive | None, numpy: Archive | None = None, models: Archive | 
         packages[SOURCES_KEY] = PackageSpec(name=SOURCES_KEY, version=sources.file_name.split("-")[1],
                                             file_name=sources.file_name, install_dir="site", sha256=sources.sha256,
                                             imports=[], depends=[])
+    for widget, package in sorted((widgets or {}).items()):
+        key = widget_package(widget)[1]
+        packages[key] = PackageSpec(name=key, version=package.file_name.split("-")[1], file_name=package.file_name,
+                                    install_dir="site", sha256=package.sha256, imports=[], depends=[PACKAGE_KEY])
     spec = PyodideLockSpec(info=INFO, packages=packages)
     spec.check_wheel_filenames()
     return json.dumps(spec.model_dump(), indent=1, sort_keys=True)
 
 
-def site_config(wheel: Archive, core: dict[str, str], versions: dict[str, str],
-                models: Archive | None = None, sources: Archive | None = None) -> protocol.SiteConfig:
+def site_config(wheel: Archive, core: dict[str, str], versions: dict[str, str], models: Archive | None = None,
+                sources: Archive | None = None, widgets: dict[str, Archive] | None = None) -> protocol.SiteConfig:
     """What the browser needs to boot, from this module's layout (see assets/tw/kernel.js).
 
     `core`: file name -> sha256 of Pyodide's files as this site serves them (the pinned
@@ -157,12 +168,15 @@ def site_config(wheel: Archive, core: dict[str, str], versions: dict[str, str],
     page's sanitiser. `models`: the model data's package, as the lock names it, its sha256 and
     the widgets and exercises whose calls need it (none: the site has no model data).
     `sources`: the compiled modules' source, as the lock names it (none: the code's package
-    carries every source). `worker`: worker.js's URL
-    (worker_url). Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
+    carries every source). `widgets`: each calculator with a package of its own (`widgets`),
+    and each exercise that drives one, -> that package, as the lock names it. `page`: the
+    widgets of the page, in its order (none here: prerender.py writes each page's). `worker`:
+    worker.js's URL (worker_url). Its type is protocol.SiteConfig (types/protocol.d.ts: TWSiteConfig).
     """
     return {"runtime": RUNTIME_DIR, "lock": LOCK, "package": PACKAGE_KEY, "entry": ENTRY, "sha256": wheel.sha256,
             "models": {"package": MODELS_KEY, "sha256": models.sha256, "needs": placement.needing_models()} if models else None,
             "sources": SOURCES_KEY if sources else None, "worker": worker_url(versions),
+            "widgets": placement.driving({name: widget_package(name)[1] for name in widgets or {}}), "page": [],
             "core": core, "versions": versions, "markup": markup.allow_list()}
 
 

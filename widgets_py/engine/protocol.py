@@ -13,13 +13,20 @@ worker.js calls only the entries listed here.
     page -> worker  Init, Call (a widget's run, its source and edits; an exercise and a
                     check of the reader's answer), Cancel, Ping (each second
                     once booted: is the worker answering?), LoadModels (fetch the model
-                    data now: a model widget is near the viewport, or the page is idle)
-    worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
+                    data now: a model widget is near the viewport, or the page is idle),
+                    LoadWidgets (these calculators' own packages now: the page's others,
+                    once its first is live)
+    worker -> page  Progress | Loaded | Error (the boot), WidgetsLoaded (these calculators'
+                    own packages are in, or why not), Warm (after Loaded: the widgets'
                     modules and the first changes' preparations are in; `failed`: what did
                     not load), ModelsLoaded (the model data is in, or why not), Step (a long
                     call's progress), Reply (the call's end), Pong
 
-Loaded comes once the code's package and numpy are in: the calculators answer from then on.
+Loaded comes once the code's package and numpy are in, with the page's first calculator's
+own package (build_hooks/runtime/placement.py: what that widget alone imports), which
+WidgetsLoaded says just before; the page asks for its other calculators' once its first is
+live (LoadWidgets), each widget answering once its own is in (WidgetsLoaded; a calculator
+without one answers from Loaded on).
 The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a package apart, with the code
 that only its widgets run (build_hooks/runtime/placement.py), fetched when the page sends
 LoadModels or a call that needs it (Init's `needsModels`: a model widget's, or a check of an
@@ -61,6 +68,7 @@ TYPES = {
     "INIT": "init", "CANCEL": "cancel", "PING": "ping", "PONG": "pong",
     "PROGRESS": "event:progress", "LOADED": "event:loaded", "ERROR": "event:error", "WARM": "event:warm",
     "STEP": "step", "REPLY": "reply", "LOAD_MODELS": "models:load", "MODELS": "event:models",
+    "LOAD_WIDGETS": "widgets:load", "WIDGETS": "event:widgets",
 }
 CALLS = {"RUN": "run", "FIXED": "fixed", "TRAIN": "train", "SOURCE": "source", "EDITED": "edited",
          "EXERCISE": "exercise", "CHECK": "check"}
@@ -265,6 +273,8 @@ class SiteConfig(TypedDict):
     core: dict[str, str]  # Pyodide's files as served -> sha256 (export.py copies them)
     versions: dict[str, str]  # site path -> hash of the bytes of each file a script loads by URL (`?v=`)
     markup: MarkupAllowList
+    widgets: dict[str, str]  # a calculator with a package of its own, or an exercise that drives one -> it
+    page: list[str]  # the widgets of the page that carries this config, in its order
 
 
 # ---- page <-> worker ------------------------------------------------------------------
@@ -278,10 +288,19 @@ class Init(TypedDict):
     models: str | None  # the model data's package, as the lock names it (None: none)
     needsModels: list[str]  # the widgets and exercises whose calls wait for it (ModelData.needs)
     sources: str | None  # the compiled modules' source, fetched when read (None: in the code's package)
+    widgets: dict[str, str]  # SiteConfig.widgets: a call naming one waits for that package
+    page: list[str]  # the page's widgets: the first calculator's own package comes with the boot
 
 
 class LoadModels(TypedDict):
     type: Literal["models:load"]
+
+
+class LoadWidgets(TypedDict):
+    """Calculators whose own packages (SiteConfig.widgets) the worker installs now: the page's
+    others, once its first is live; a page reached by instant navigation, all of its own."""
+    type: Literal["widgets:load"]
+    widgets: list[str]
 
 
 class Call(TypedDict):
@@ -324,6 +343,13 @@ class ModelsLoaded(TypedDict):
     failed: str | None  # None: the model data is in; else why it is not
 
 
+class WidgetsLoaded(TypedDict):
+    """These widgets' own packages are in: each answers from now on (or why they are not)."""
+    type: Literal["event:widgets"]
+    widgets: list[str]
+    failed: str | None
+
+
 class Step(TypedDict):
     type: Literal["step"]
     id: int
@@ -348,8 +374,8 @@ class Pong(TypedDict):
     type: Literal["pong"]
 
 
-TO_WORKER = Union[Init, Call, Cancel, Ping, LoadModels]
-FROM_WORKER = Union[Progress, Loaded, Error, Warm, ModelsLoaded, Step, Replied, Failed, Pong]
+TO_WORKER = Union[Init, Call, Cancel, Ping, LoadModels, LoadWidgets]
+FROM_WORKER = Union[Progress, Loaded, Error, Warm, ModelsLoaded, WidgetsLoaded, Step, Replied, Failed, Pong]
 
 
 UNIONS = {"TWToWorker": TO_WORKER, "TWFromWorker": FROM_WORKER}

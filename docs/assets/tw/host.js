@@ -14,6 +14,7 @@
     loading: "Carregant Python al navegador…",
     models: "Carregant el model… La figura és la calculada en construir la pàgina.",
     modelsFailed: (why) => `No s'ha pogut carregar el model (${why}). La figura és la calculada en construir la pàgina.`,
+    codeFailed: (why) => `No s'ha pogut carregar el codi d'aquest widget (${why}). La figura és la calculada en construir la pàgina.`,
     ready: "Interactiu: cada canvi es calcula amb Python al teu navegador.",
     bootFailed: (why) => `No s'ha pogut carregar Python (${why}). La figura és la calculada en construir la pàgina.`,
     slowBoot: "Python triga més del normal a carregar (l'ordinador està ocupat o la connexió és lenta). "
@@ -181,14 +182,18 @@
     refreshFixed();
   }
 
-  /** Python is in: each widget goes live as soon as what it needs is there, the calculators
-   *  now, a widget that reads the model data (data-models) once that is in. */
+  /** Python is in: each widget goes live as soon as what it needs is there: a calculator now,
+   *  or once its own package is in (kernel.answers: the page's first comes with Python, its
+   *  others next), a widget that reads the model data (data-models) once that is in. */
   function markReady() {
     const here = page;
     const waiting = here.widgets.filter((w) => w.dataset[DATA.MODELS] && !here.kernel.models);
-    goLive(here, here.widgets.filter((w) => !waiting.includes(w)));
+    const own = here.widgets.filter((w) => !waiting.includes(w) && !here.kernel.answers(w.dataset[DATA.WIDGET]));
+    goLive(here, here.widgets.filter((w) => !waiting.includes(w) && !own.includes(w)));
     if (here.rerun) refreshFixed(); // a fresh worker has the shipped weights again (a retrain is gone)
-    if (!waiting.length) return document.dispatchEvent(new Event("tw:idle")); // offline.js may now precache the site
+    const calculators = awaitOwn(here, own);
+    // offline.js may now precache the site
+    if (!waiting.length) return calculators.then(() => page === here && document.dispatchEvent(new Event("tw:idle")));
     waiting.forEach((w) => {
       setState(w, "loading", TEXT.models);
       part(w, CLASS.PROGRESS).hidden = true; // the worker reports no fraction of it: the status says it
@@ -213,6 +218,35 @@
     }
     if (typeof requestIdleCallback === "function") requestIdleCallback(ask, { timeout: IDLE_MS });
     else setTimeout(ask, IDLE_MS);
+  }
+
+  /** These calculators go live as their own packages come in (the worker's WIDGETS event), or
+   *  say why they cannot; the worker is asked for them once the widgets that answer already are
+   *  live (goLive, before this), so that their downloads do not delay the first. A promise
+   *  that all have. */
+  function awaitOwn(here, own) {
+    if (!own.length) return Promise.resolve();
+    own.forEach((w) => setState(w, "loading", TEXT.loading));
+    const left = new Set(own);
+    return new Promise((resolve) => {
+      const stop = here.kernel.on((event) => {
+        if (event.type !== "widgets" || page !== here) return;
+        const now = [...left].filter((w) => event.widgets.includes(w.dataset[DATA.WIDGET]));
+        now.forEach((w) => left.delete(w));
+        if (event.failed) now.forEach((w) => setState(w, "error", TEXT.codeFailed(event.failed)));
+        else goLive(here, now);
+        if (!left.size) {
+          stop();
+          resolve();
+        }
+      });
+      const prior = here.unsubscribe;
+      here.unsubscribe = () => {
+        prior();
+        stop();
+      };
+      here.kernel.loadWidgets(own.map((w) => w.dataset[DATA.WIDGET]));
+    });
   }
 
   /** These widgets are interactive: each answers its controls (a model widget whose data

@@ -41,6 +41,9 @@
       this.warm = null; // once the worker's warm-up is over: {failed: [what did not load]}
       this.models = null; // once the model data is in, or could not be: {failed: null | why}
       this.modelsAsked = false; // LOAD_MODELS sent (loadModels)
+      this.own = config.widgets || {}; // a calculator with a package of its own -> it (build_hooks/runtime/placement.py)
+      this.widgetsIn = new Set(); // the calculators whose own package is in (WIDGETS)
+      this.widgetsAsked = new Set(); // those asked for (loadWidgets; the first of the page comes with the boot)
       this.progress = { message: "", fraction: 0 }; // the latest boot progress
       this.listeners = new Set(); // (event: {type, ...}) => void
       this.pending = new Map(); // id -> {resolve, reject, onStep}
@@ -84,7 +87,8 @@
       lock.searchParams.set("v", this.versions[config.runtime + config.lock] || config.sha256.slice(0, 16));
       this.toWorker({ type: P.INIT, indexURL: runtime.href, lockFileURL: lock.href,
                       package: config.package, entry: config.entry, models: config.models ? config.models.package : null,
-                      needsModels: config.models ? config.models.needs : [], sources: config.sources || null });
+                      needsModels: config.models ? config.models.needs : [], sources: config.sources || null,
+                      widgets: this.own, page: config.page || [] });
     }
 
     /** Ask the worker for the model data now (once): a model widget is near the viewport, or
@@ -93,6 +97,20 @@
       if (this.modelsAsked) return;
       this.modelsAsked = true;
       this.toWorker({ type: P.LOAD_MODELS });
+    }
+
+    /** Whether widget `name` answers now that Python is in: its own package, if it has one, is in too. */
+    answers(/** @type {string} */ name) {
+      return !Object.hasOwn(this.own, name) || this.widgetsIn.has(name);
+    }
+
+    /** Ask the worker for these calculators' own packages (the page's others, once its first
+     *  is live; a page reached by instant navigation). An event "widgets" says when they are
+     *  in, or why not. */
+    loadWidgets(/** @type {string[]} */ names) {
+      const wanted = names.filter((name) => !this.widgetsAsked.has(name) && !this.answers(name));
+      wanted.forEach((name) => this.widgetsAsked.add(name));
+      if (wanted.length) this.toWorker({ type: P.LOAD_WIDGETS, widgets: wanted });
     }
 
     /** A worker that runs `script`, started from a blob: URL: such a worker inherits this
@@ -134,6 +152,7 @@
      *  SLOW_BOOT_MS) | {type: "loaded"} | {type: "error", error}
      *  | {type: "warm", failed} (the worker's warm-up is over: a first change pays nothing
      *  more) | {type: "model-data", failed} (the model data is in: failed null; or why not)
+     *  | {type: "widgets", widgets, failed} (these calculators' own packages are in, or why not)
      *  | {type: "hung"} | {type: "alive"}
      *  (the worker stopped, then resumed, answering pings). */
     on(listener) {
@@ -184,6 +203,9 @@
       } else if (msg.type === P.MODELS) {
         this.models = { failed: msg.failed };
         this.emit({ type: "model-data", ...this.models });
+      } else if (msg.type === P.WIDGETS) {
+        msg.widgets.forEach((name) => (msg.failed ? this.widgetsAsked.delete(name) : this.widgetsIn.add(name)));
+        this.emit({ type: "widgets", widgets: msg.widgets, failed: msg.failed });
       } else if (msg.type === P.ERROR) {
         this.fail(new BootError("boot", msg.message));
       } else if (msg.type === P.PONG) {

@@ -16,13 +16,20 @@
 //     page -> worker  Init, Call (a widget's run, its source and edits; an exercise and a
 //                     check of the reader's answer), Cancel, Ping (each second
 //                     once booted: is the worker answering?), LoadModels (fetch the model
-//                     data now: a model widget is near the viewport, or the page is idle)
-//     worker -> page  Progress | Loaded | Error (the boot), Warm (after Loaded: the widgets'
+//                     data now: a model widget is near the viewport, or the page is idle),
+//                     LoadWidgets (these calculators' own packages now: the page's others,
+//                     once its first is live)
+//     worker -> page  Progress | Loaded | Error (the boot), WidgetsLoaded (these calculators'
+//                     own packages are in, or why not), Warm (after Loaded: the widgets'
 //                     modules and the first changes' preparations are in; `failed`: what did
 //                     not load), ModelsLoaded (the model data is in, or why not), Step (a long
 //                     call's progress), Reply (the call's end), Pong
 //
-// Loaded comes once the code's package and numpy are in: the calculators answer from then on.
+// Loaded comes once the code's package and numpy are in, with the page's first calculator's
+// own package (build_hooks/runtime/placement.py: what that widget alone imports), which
+// WidgetsLoaded says just before; the page asks for its other calculators' once its first is
+// live (LoadWidgets), each widget answering once its own is in (WidgetsLoaded; a calculator
+// without one answers from Loaded on).
 // The model data (bundle.MODEL_DATA: weights, corpus, kernel) is a package apart, with the code
 // that only its widgets run (build_hooks/runtime/placement.py), fetched when the page sends
 // LoadModels or a call that needs it (Init's `needsModels`: a model widget's, or a check of an
@@ -60,6 +67,8 @@
     REPLY: "reply",
     LOAD_MODELS: "models:load",
     MODELS: "event:models",
+    LOAD_WIDGETS: "widgets:load",
+    WIDGETS: "event:widgets",
     LAYOUT: "wide",
     PARTIAL_MS: 80,
     SHOW_MS: 200,

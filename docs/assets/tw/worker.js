@@ -4,7 +4,10 @@
 // the sha256 of the site's pyodide-lock.json), and answers calls. The model data (the
 // mini-GPTs' weights, the corpus, the WebAssembly kernel, and the code only its widgets run: a
 // package apart, bundle.py) comes later, the same way: when the page asks (LOAD_MODELS) or a
-// call that needs it comes first (`needsModels`), which waits for it. The source of the
+// call that needs it comes first (`needsModels`), which waits for it. Each calculator's own
+// package (what it alone imports: build_hooks/runtime/placement.py) comes with the boot for
+// the page's first, when the page asks for the others (LOAD_WIDGETS: once its first is live),
+// or before a call that names one; the page hears when (WIDGETS). The source of the
 // modules shipped as bytecode, with the code that reads or checks a reader's code, comes later
 // too, before the first call that needs it (a module's source for the «Codi» panel, an edit,
 // an exercise): no widget reads it to answer. The protocol is protocol.js.
@@ -41,17 +44,29 @@ let load = null; // (package name) => a promise that it is installed, checked ag
 let modelsPackage = null; // the model data's package, as the lock names it (null: the site has none)
 /** @type {Set<string>} */
 let needsModels = new Set(); // the widgets and exercises whose calls wait for it
+/** @type {Map<string, string>} */
+let ownPackages = new Map(); // a calculator (or an exercise that drives one) -> its own package
+/** @type {Map<string, Promise<void>>} */
+const installing = new Map(); // a calculator's own package -> a promise that it is installed
 let models = null; // once asked for: a promise that the model data is installed (loadModels)
 let sourcesPackage = null; // the compiled modules' source, as the lock names it (null: in the code's wheel)
 let sources = null; // once asked for: a promise that it is installed (loadSources)
 let warming = null; // the warm-up so far: a promise of what failed in it
+/** @type {() => void} */
+let othersIn = () => {}; // the page's other calculators are in, or could not be: the warm-up may begin
+const others = new Promise((resolve) => (othersIn = () => resolve(undefined)));
 
-async function boot({ indexURL, lockFileURL, package: name, entry: module, models: data, needsModels: needing, sources: source }) {
+async function boot({ indexURL, lockFileURL, package: name, entry: module, models: data, needsModels: needing, sources: source,
+                      widgets, page }) {
   progress("Carregant l'intèrpret de Python…", 0.05);
   importScripts(indexURL + "pyodide.js");
-  // `packages`: Pyodide fetches the code's wheel and numpy while it boots, not after it; a
-  // failure there is silent (it goes to stderr), so `load` below asks again and reports it
-  const booting = self.loadPyodide({ indexURL, lockFileURL, packages: [name], stdout: () => {}, stderr: () => {} });
+  // `packages`: Pyodide fetches the code's package, numpy and the page's first calculator's own
+  // while it boots, not after; a failure there is silent (it goes to stderr), so `load` and
+  // `install` below ask again and report it
+  ownPackages = new Map(Object.entries(widgets || {}));
+  const calculators = (page || []).filter((widget) => ownPackages.has(widget)); // those with a package of their own
+  const first = calculators.slice(0, 1).map((widget) => /** @type {string} */ (ownPackages.get(widget)));
+  const booting = self.loadPyodide({ indexURL, lockFileURL, packages: [name, ...first], stdout: () => {}, stderr: () => {} });
   booting.catch(() => {}); // awaited below: no "unhandled" report while lockdown.js loads
   // lockdown.js comes while Pyodide downloads, not after: a task later, every fetch Pyodide's
   // boot makes is under way (importScripts holds this thread until the script is in)
@@ -59,7 +74,7 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
   importScripts(script("lockdown"));
   const lockDown = self.twLockDown;
   const py = await booting;
-  load = async (/** @type {string} */ what) => {
+  load = async (/** @type {string | string[]} */ what) => {
     const failures = [];
     await py.loadPackage(what, { messageCallback: () => {}, errorCallback: (m) => failures.push(m) });
     const why = failures.filter((m) => !m.trim().endsWith(":")); // drop Pyodide's "…while loading X:" headers
@@ -75,17 +90,25 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
   // (no download; it ships no bytecode: its code is the sources)
   const carried = !self.twScript && modelsPackage !== null;
   if (carried) await load(modelsPackage);
+  if (!self.twScript) await install([...ownPackages.keys()]);
   if (!self.twScript) await loadSources();
+  const ready = self.twScript ? calculators.slice(0, 1) : calculators; // their own packages are in (or were asked for)
   lockDown(self.location.origin, HERE); // from here on: this origin only, no eval, no storage (lockdown.js
   // says why); relative URLs: from this file's address
   entry = py.pyimport(module);
   entry.prepare(indexURL); // numpy: "ready" means a change is answered without waiting for it; an
   // import the trimmed runtime left out is fetched from indexURL when first needed (on_miss.py)
+  // the first calculator's own package came with the boot: confirmed (no download), and the
+  // page told before it hears Python is in, so that widget goes live with it
+  await prepareWidgets(ready).catch(() => {});
   progress("A punt.", 1);
   send({ type: P.LOADED });
-  // not awaited: calls are answered from now on; the page hears when it is over (WARM), unless
-  // the model data was asked for meanwhile: then after that data's own warm-up (loadModels)
-  warming = warmUp(false);
+  // not awaited: calls are answered from now on. The page asks for its other calculators'
+  // packages once its first is live (LOAD_WIDGETS: their downloads do not delay it); the
+  // warm-up waits for them, and the page hears when it is over (WARM), unless the model data
+  // was asked for meanwhile: then after that data's own warm-up (loadModels)
+  if (calculators.length === ready.length) othersIn();
+  warming = others.then(() => warmUp(false));
   warming.then((failed) => models || send({ type: P.WARM, failed }));
   if (carried) loadModels(true);
 }
@@ -104,6 +127,29 @@ function loadModels(installed = false) {
   );
   warming.then((failed) => send({ type: P.WARM, failed }));
   return models;
+}
+
+/** The own packages of `names` (calculators, or exercises that drive one: `ownPackages`),
+ *  installed once, in one loadPackage (its downloads go in parallel); a failure is that of the
+ *  calls that wait for it, and the next asks again. */
+function install(/** @type {string[]} */ names) {
+  const keys = [...new Set(names.filter((n) => ownPackages.has(n)).map((n) => /** @type {string} */ (ownPackages.get(n))))];
+  const fresh = keys.filter((key) => !installing.has(key));
+  if (fresh.length) {
+    const done = load(fresh).then(() => entry && entry.installed());
+    fresh.forEach((key) => installing.set(key, done));
+    done.catch(() => fresh.forEach((key) => installing.delete(key)));
+  }
+  return Promise.all(keys.map((key) => installing.get(key))).then(() => {});
+}
+
+/** install(), and the page told which widgets answer now, or why they cannot (WIDGETS). */
+function prepareWidgets(/** @type {string[]} */ names) {
+  if (!names.length) return Promise.resolve();
+  const done = install(names);
+  done.then(() => send({ type: P.WIDGETS, widgets: names, failed: null }),
+            (error) => send({ type: P.WIDGETS, widgets: names, failed: lastLine(error) }));
+  return done;
 }
 
 /** The source of the modules shipped as bytecode, fetched and installed beside it once
@@ -254,11 +300,15 @@ self.onmessage = async (/** @type {MessageEvent<TWToWorker>} */ event) => {
     cancelled.add(msg.id);
   } else if (msg.type === P.LOAD_MODELS) {
     if (await booted) loadModels().catch(() => {}); // the page hears how it went (MODELS)
+  } else if (msg.type === P.LOAD_WIDGETS) {
+    if (await booted) prepareWidgets(msg.widgets).then(othersIn, othersIn); // the page hears how it went (WIDGETS)
   } else if (msg.type in CALLS && "payload" in msg) {
     if (!(await booted)) return; // the failure was already reported as an error event
     try {
       const { widget, exercise } = /** @type {{widget?: string, exercise?: string}} */ (msg.payload);
-      if (NEEDS_MODELS.has(msg.type) && needsModels.has(widget ?? exercise ?? "")) await loadModels();
+      const name = widget ?? exercise ?? "";
+      if (ownPackages.has(name)) await install([name]);
+      if (NEEDS_MODELS.has(msg.type) && needsModels.has(name)) await loadModels();
       if (NEEDS_SOURCES.has(msg.type)) await loadSources();
       send({ type: P.REPLY, id: msg.id, ok: true, data: await CALLS[msg.type](msg.payload, msg.id) });
     } catch (error) {
