@@ -362,8 +362,8 @@ def print_runs(runs: list[dict], floor: list[dict]) -> None:
         ("first widget interactive", timed("first")),
         (f"all {runs[0]['calculator_widgets']} calculators interactive", timed("calculators")),
         (f"all {runs[0]['widgets']} widgets interactive", timed("all")),
-        ("bytes on the wire before the first", f"{med['wire_first'] / 1e6:.2f} MB  {ratio('wire_first', 'wire'):.2f}x the floor's"),
-        ("bytes on the wire until all", f"{med['wire'] / 1e6:.2f} MB  {ratio('wire', 'wire'):.2f}x the floor's "
+        ("bytes on the wire before the first", f"{med['wire_first'] / 1e6:.2f} MB  {ratio('wire_first', 'wire'):.3f}x the floor's"),
+        ("bytes on the wire until all", f"{med['wire'] / 1e6:.2f} MB  {ratio('wire', 'wire'):.3f}x the floor's "
                                         f"({med['raw'] / 1e6:.2f} MB before gzip)"),
     ]
     if "clock_first" in runs[0]:  # its bound, read from clock.py: each time beside it, and the timings each point got
