@@ -13,6 +13,7 @@
   const TEXT = {
     loading: "Carregant Python al navegador…",
     models: "Carregant el model… La figura és la calculada en construir la pàgina.",
+    code: "Carregant el codi d'aquest widget… La figura és la calculada en construir la pàgina.",
     modelsFailed: (why) => `No s'ha pogut carregar el model (${why}). La figura és la calculada en construir la pàgina.`,
     codeFailed: (why) => `No s'ha pogut carregar el codi d'aquest widget (${why}). La figura és la calculada en construir la pàgina.`,
     ready: "Interactiu: cada canvi es calcula amb Python al teu navegador.",
@@ -226,7 +227,10 @@
    *  that all have. */
   function awaitOwn(here, own) {
     if (!own.length) return Promise.resolve();
-    own.forEach((w) => setState(w, "loading", TEXT.loading));
+    own.forEach((w) => {
+      setState(w, "loading", TEXT.code);
+      part(w, CLASS.PROGRESS).hidden = true; // the worker reports no fraction of it: the status says it
+    });
     const left = new Set(own);
     return new Promise((resolve) => {
       const stop = here.kernel.on((event) => {
