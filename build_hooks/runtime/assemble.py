@@ -57,7 +57,7 @@ def assemble(is_serve: bool, trimmed: bool = True) -> tuple[dict[str, bytes], bu
     sources = bundle.package_files()
     code, data = bundle.split(sources)
     models = bundle.make_package(data, name=bundle.MODELS_NAME)
-    wheel = bundle.make_package(sources)  # source and data, one wheel: what bytecode.package() rehearses with
+    wheel = bundle.make_package(sources)  # source and data, one package: what bytecode.package() rehearses with
     core = {name: data for name, data in pinned.items() if name != assets.NUMPY_WHEEL}
     numpy = bundle.numpy_wheel(pinned[assets.NUMPY_WHEEL])
     first = bytecode.runtime(pinned, bundle.lock(None, numpy).encode())

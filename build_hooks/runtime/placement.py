@@ -5,8 +5,8 @@ is in; on a phone, its bytes are on the path to the first answer (issue 44). So 
 worker's entry, what that imports at once, and what more than one side needs. The rest waits
 for what needs it:
 - each calculator (a widget that reads no model data) has a package of what it alone
-  imports: a page boots with its first calculator's, and asks for its others' once Python is
-  in (worker.js); each widget is interactive as soon as its own is in (host.js);
+  imports: a page boots with its first calculator's, and asks for its others' once that one
+  is live; each widget is interactive as soon as its own is in (worker.js, host.js);
 - the model widgets' code (the mini-GPT, its training, the WebAssembly kernel's driver) comes
   with the model data, in its package: those widgets are not interactive before it anyway;
 - the code that reads or checks a reader's code (the «Codi» panel's edits, the exercises and

@@ -298,7 +298,8 @@ class LoadModels(TypedDict):
 
 class LoadWidgets(TypedDict):
     """Calculators whose own packages (SiteConfig.widgets) the worker installs now: the page's
-    others, once its first is live; a page reached by instant navigation, all of its own."""
+    others, once its first is live; a page reached by instant navigation, all of its own. Sent
+    by every page that goes live, for none too: the worker's warm-up waits for it."""
     type: Literal["widgets:load"]
     widgets: list[str]
 

@@ -193,6 +193,7 @@
     goLive(here, here.widgets.filter((w) => !waiting.includes(w) && !own.includes(w)));
     if (here.rerun) refreshFixed(); // a fresh worker has the shipped weights again (a retrain is gone)
     const calculators = awaitOwn(here, own);
+    here.kernel.loadWidgets(own.map((w) => w.dataset[DATA.WIDGET])); // none: the worker's warm-up need not wait
     // offline.js may now precache the site
     if (!waiting.length) return calculators.then(() => page === here && document.dispatchEvent(new Event("tw:idle")));
     waiting.forEach((w) => {
@@ -222,9 +223,8 @@
   }
 
   /** These calculators go live as their own packages come in (the worker's WIDGETS event), or
-   *  say why they cannot; the worker is asked for them once the widgets that answer already are
-   *  live (goLive, before this), so that their downloads do not delay the first. A promise
-   *  that all have. */
+   *  say why they cannot (markReady asks for them once the widgets that answer already are
+   *  live, so that their downloads do not delay the first). A promise that all have. */
   function awaitOwn(here, own) {
     if (!own.length) return Promise.resolve();
     own.forEach((w) => {
@@ -249,7 +249,6 @@
         prior();
         stop();
       };
-      here.kernel.loadWidgets(own.map((w) => w.dataset[DATA.WIDGET]));
     });
   }
 

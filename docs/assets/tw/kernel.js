@@ -106,11 +106,11 @@
 
     /** Ask the worker for these calculators' own packages (the page's others, once its first
      *  is live; a page reached by instant navigation). An event "widgets" says when they are
-     *  in, or why not. */
+     *  in, or why not. Sent even for none: the worker's warm-up waits for the page's word. */
     loadWidgets(/** @type {string[]} */ names) {
       const wanted = names.filter((name) => !this.widgetsAsked.has(name) && !this.answers(name));
       wanted.forEach((name) => this.widgetsAsked.add(name));
-      if (wanted.length) this.toWorker({ type: P.LOAD_WIDGETS, widgets: wanted });
+      this.toWorker({ type: P.LOAD_WIDGETS, widgets: wanted });
     }
 
     /** A worker that runs `script`, started from a blob: URL: such a worker inherits this

@@ -104,9 +104,9 @@ async function boot({ indexURL, lockFileURL, package: name, entry: module, model
   progress("A punt.", 1);
   send({ type: P.LOADED });
   // not awaited: calls are answered from now on. The page asks for its other calculators'
-  // packages once its first is live (LOAD_WIDGETS: their downloads do not delay it); the
-  // warm-up waits for them, and the page hears when it is over (WARM), unless the model data
-  // was asked for meanwhile: then after that data's own warm-up (loadModels)
+  // packages once its first is live (LOAD_WIDGETS, sent for none too: their downloads do not
+  // delay it); the warm-up waits for them, and the page hears when it is over (WARM), unless
+  // the model data was asked for meanwhile: then after that data's own warm-up (loadModels)
   if (calculators.length === ready.length) othersIn();
   warming = others.then(() => warmUp(false));
   warming.then((failed) => models || send({ type: P.WARM, failed }));
