@@ -457,7 +457,7 @@ def test_a_calculator_answers_before_the_model_data_is_in_and_a_model_widget_onc
     is loading the model, its controls off; let through, the model widget answers too."""
     page = watched.page
     held = []
-    page.context.route("**/widgets_py_models-*.tar.bz2", lambda route: held.append(route))
+    page.context.route("**/widgets_py_models-*.zip", lambda route: held.append(route))
     page.goto(server + PAGE)
     calculator, model = '.tw-widget[data-widget="kv_cache"]', '.tw-widget[data-widget="quantize"]'
     page.wait_for_selector(f'{calculator}[data-state="ready"]', timeout=BOOT_MS)

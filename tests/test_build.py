@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from html import unescape
 from pathlib import Path
 import pytest
@@ -61,15 +62,16 @@ def check_prerendered(site, page):
     wheel = (runtime / entry["file_name"]).read_bytes()
     assert assets.sha256(wheel) == entry["sha256"] == config["sha256"]  # what loadPackage checks
     lock = json.loads((runtime / config["lock"]).read_text())["packages"]
-    data = lock[config["models"]["package"]]  # the model data, a wheel apart (bundle.py)
+    data = lock[config["models"]["package"]]  # the model data, a package apart (bundle.py)
     assert assets.sha256((runtime / data["file_name"]).read_bytes()) == data["sha256"] == config["models"]["sha256"]
-    sources = lock[config["sources"]]  # the compiled modules' source, a wheel apart (bundle.py)
-    z, d, s = (tarfile.open(fileobj=io.BytesIO(b)) for b in (
-        wheel, (runtime / data["file_name"]).read_bytes(), (runtime / sources["file_name"]).read_bytes()))
+    sources = lock[config["sources"]]  # the compiled modules' source, a package apart (bundle.py)
+    z, s = (tarfile.open(fileobj=io.BytesIO(b)) for b in (wheel, (runtime / sources["file_name"]).read_bytes()))
+    d = zipfile.ZipFile(runtime / data["file_name"])  # the model data: a zip (bundle.make_package says why)
     assert "widgets_py/engine/browser.pyc" in z.getnames() and "widgets_py/engine/browser.py" not in z.getnames()
     assert "widgets_py/engine/browser.py" in s.getnames() and "widgets_py/maths/data/ca.txt" not in z.getnames()
-    assert {"widgets_py/maths/weights/manifest.json", "widgets_py/maths/data/ca.txt"} <= set(d.getnames())
-    assert all(i.mtime == 0 and i.uid == 0 and not i.uname for t in (z, d, s) for i in t.getmembers())  # no build time, no owner
+    assert {"widgets_py/maths/weights/manifest.json", "widgets_py/maths/data/ca.txt"} <= set(d.namelist())
+    assert all(i.mtime == 0 and i.uid == 0 and not i.uname for t in (z, s) for i in t.getmembers())  # no build time, no owner
+    assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in d.infolist())
 
 
 def test_every_live_number_equals_cpython(site):

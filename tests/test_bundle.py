@@ -39,7 +39,7 @@ def test_a_package_carries_code_weights_corpus_and_the_metadata_that_names_it():
     assert {n for n in names if ".dist-info/" in n} == {f"{bundle.NAME}-{version}.dist-info/{f}" for f in ("METADATA", "top_level.txt")}
 
 
-def test_a_package_is_a_tar_bz2_that_python_s_unpacking_reads_as_pyodide_does(tmp_path):
+def test_a_package_is_an_archive_that_python_s_unpacking_reads_as_pyodide_does(tmp_path):
     """Pyodide's loader calls shutil.unpack_archive, which picks the format by the file's name."""
     package = bundle.make_package(bundle.package_files())
     path = tmp_path / package.file_name
@@ -49,6 +49,13 @@ def test_a_package_is_a_tar_bz2_that_python_s_unpacking_reads_as_pyodide_does(tm
         (ROOT / "widgets_py" / "engine" / "registry.py").read_bytes()
     with tarfile.open(fileobj=io.BytesIO(package.data)) as t:
         assert all(i.mtime == 0 and i.uid == i.gid == 0 and not i.uname and i.mode == 0o644 for i in t.getmembers())
+    _, data = bundle.split(bundle.package_files())
+    models = bundle.make_package(data, name=bundle.MODELS_NAME)  # the model data: a zip, faster to unpack
+    assert models.file_name.endswith(zips.ZIP)
+    (tmp_path / models.file_name).write_bytes(models.data)
+    shutil.unpack_archive(tmp_path / models.file_name, tmp_path / "site-packages")
+    assert (tmp_path / "site-packages" / "widgets_py" / "maths" / "data" / "ca.txt").read_bytes() == \
+        (ROOT / "widgets_py" / "maths" / "data" / "ca.txt").read_bytes()
 
 
 def test_lock_is_valid_for_pyodide_and_pins_both_packages():

@@ -103,7 +103,7 @@ def test_the_site_serves_the_pinned_archives_and_bytecode_of_what_the_worker_imp
         assert assets.sha256((runtime / spec["file_name"]).read_bytes()) == spec["sha256"], spec["file_name"]
     stdlib = members((runtime / "python_stdlib.zip").read_bytes())
     numpy = members((runtime / lock["packages"]["numpy"]["file_name"]).read_bytes())
-    shipped = {key: zips.tar_members((runtime / spec["file_name"]).read_bytes()) for key, spec in lock["packages"].items()
+    shipped = {key: zips.members((runtime / spec["file_name"]).read_bytes()) for key, spec in lock["packages"].items()
                if key.startswith("widgets-py") and key != "widgets-py-sources"}  # our packages but the sources'
     code = shipped["widgets-py"]
     ours = {n for package in shipped.values() for n in package if n.endswith(".pyc")}

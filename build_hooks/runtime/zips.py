@@ -18,7 +18,7 @@ import tarfile
 import zipfile
 
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip timestamp: no build time in the bytes
-TAR_BZ2, TAR = ".tar.bz2", ".tar"  # file name endings Pyodide's loader unpacks (shutil.unpack_archive)
+TAR_BZ2, TAR, ZIP = ".tar.bz2", ".tar", ".zip"  # file name endings Pyodide's loader unpacks (shutil.unpack_archive)
 
 
 def entry(name: str, compression: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
@@ -141,6 +141,14 @@ def tar(members: dict[str, bytes], *, compressed: bool = True) -> bytes:
             info.size, info.mode, info.mtime = len(data), 0o644, 0
             t.addfile(info, io.BytesIO(data))
     return out.getvalue()
+
+
+def members(data: bytes) -> dict[str, bytes]:
+    """Member name -> bytes of a zip or a tar, in the archive's order."""
+    if zipfile.is_zipfile(io.BytesIO(data)):
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            return {name: z.read(name) for name in z.namelist()}
+    return tar_members(data)
 
 
 def tar_members(data: bytes) -> dict[str, bytes]:
