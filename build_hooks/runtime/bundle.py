@@ -2,13 +2,16 @@
 
 Pyodide's convention: packages are archives listed in `pyodide-lock.json` with their sha256,
 and `pyodide.loadPackage(name)` fetches, verifies and installs them. The site's lock holds
-the official numpy entry and three pure-Python packages of `widgets_py`, built here from the
+the official numpy entry and the pure-Python packages of `widgets_py`, built here from the
 files on disk on every build, so `mkdocs serve` ships edited widget code. Each is laid out as
-a wheel and archived as a `.tar.bz2` (make_package says why):
-- `widgets-py`, the code: what the worker loads before any widget is interactive, and only
-  what the calculators and the worker's entry need (placement.py says which modules). Each module
-  the worker imports ships as its bytecode alone (bytecode.py compiles it, assemble.py lays it
-  out), the others as source;
+a wheel and archived as a `.tar.bz2`, the model data's as a `.zip` (make_package says why):
+- `widgets-py`, the code: what the worker loads before any widget is interactive, so only the
+  worker's entry and what more than one widget needs (placement.py says which modules). Each
+  module the worker imports ships as its bytecode alone (bytecode.py compiles it, assemble.py
+  lays it out), the others as source;
+- `widgets-py-widget-NAME`, each calculator's own: what that widget alone imports, installed
+  with the boot for a page's first calculator, when the page asks for its others (host.js),
+  or before a call that names it;
 - `widgets-py-models`, the model data (MODEL_DATA: the mini-GPTs' trained weights, the
   training corpus, the WebAssembly kernel) and the code only the widgets declared `models`
   run (the mini-GPT, its training, the kernel's driver): about half the bytes, which only
@@ -19,7 +22,7 @@ a wheel and archived as a `.tar.bz2` (make_package says why):
   or checks a reader's code (edits, exercises), installed beside the rest only when something
   needs it (the «Codi» panel opens, an exercise's hints or check: worker.js): no widget reads
   it to answer.
-All three are checked against the lock's sha256 by loadPackage, precached for offline reading
+All are checked against the lock's sha256 by loadPackage, precached for offline reading
 (hosting/offline.py: every file of the site) and carried by the single file
 (export/single_file.py: every package of the lock). Each package is byte-identical for
 identical inputs (sorted entries, no timestamps), and its version carries a hash of them,
