@@ -134,6 +134,8 @@ def test_the_exercises_that_drive_a_model_widget_need_the_model_data():
     widgets = {n for n in registry.names() if registry.get(n).models}
     driving = {n for n in registry.exercise_names() if (e := registry.exercise(n)).drives and e.drives.widget in widgets}
     assert set(needing) == widgets | driving and {"sampling", "training"} <= widgets
+    # named, apart from the rule: the sampling chain drives sampling, the speculative tokens speculative
+    assert {"sampling_chain", "spec_tokens"} <= set(needing) and not {"kv_bytes", "roofline"} & set(needing)
 
 
 def test_an_exercise_that_drives_a_calculator_needs_its_package():
@@ -141,4 +143,5 @@ def test_an_exercise_that_drives_a_calculator_needs_its_package():
     found = placement.driving(own)
     driving = [n for n in registry.exercise_names() if (e := registry.exercise(n)).drives and e.drives.widget in own]
     assert driving and all(found[n] == own[registry.exercise(n).drives.widget] for n in driving)
+    assert found["kv_bytes"] == own["kv_cache"] and "sampling_chain" not in found  # named, apart from the rule
     assert {k: v for k, v in found.items() if k in own} == own
